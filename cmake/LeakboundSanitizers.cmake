@@ -1,0 +1,14 @@
+# Sanitizer builds apply to every target of the project (GoogleTest is linked as a system library).
+if(LEAKBOUND_SANITIZE AND LEAKBOUND_TSAN)
+  message(FATAL_ERROR "LEAKBOUND_SANITIZE and LEAKBOUND_TSAN cannot be combined; pick one build")
+endif()
+if(LEAKBOUND_SANITIZE)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=undefined>)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+if(LEAKBOUND_TSAN)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=thread)
+endif()

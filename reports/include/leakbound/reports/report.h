@@ -1,0 +1,105 @@
+// The report data model: one versioned structure for everything a leakbound run produces.
+// Harness fills it; JSON (de)serialisation, Markdown/HTML rendering and diffing read it.
+// Schema documented in docs/report-schema.md; bump kSchemaVersion on any incompatible change.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace leakbound::reports {
+
+inline constexpr int kSchemaVersion = 1;
+
+// Verdict classes. "PASS" means bounded; the others name what went wrong.
+inline constexpr const char* kPass = "PASS";
+inline constexpr const char* kUnboundedGrowth = "unbounded-growth";
+inline constexpr const char* kNotReturnedToBaseline = "not-returned-to-baseline";
+inline constexpr const char* kPeakOverBudget = "peak-over-budget";
+// Device-only classes (GPU issue): pool reserved bytes grow while used bytes stay flat.
+inline constexpr const char* kPoolFragmentation = "pool-fragmentation";
+
+struct RunMetadata {
+  std::string tool_version;  // e.g. "0.1.0"
+  std::string commit;        // git describe / sha, "unknown" when not a checkout
+  std::string compiler;      // e.g. "GNU 12.2.0"
+  std::string build_type;    // Release, RelWithDebInfo, ...
+  std::string device;        // human description: "cpu (CPU stub)", "cuda:0 NVIDIA H200"
+  std::string device_class;  // baseline folder key: "cpu", "h200"
+  std::string hostname;
+  std::string started_at;    // ISO 8601 UTC
+  double wall_seconds = 0;   // whole run
+  int blocks = 0;            // configured measured blocks
+  int steps_per_block = 0;
+  int warmup_steps = -1;     // configured warm-up; -1 = auto-detected per workload
+};
+
+// One counter sampled at every step of a workload run.
+struct CounterSeries {
+  std::string name;   // "runtime.live_bytes", "host.rss_bytes", ...
+  std::string unit;   // "bytes" or "count"
+  bool exact = true;  // exact (allocator, ledger) or noisy (RSS, driver)
+  std::vector<double> values;  // values[i] = sample after step i (0-based, warm-up included)
+};
+
+struct CounterVerdict {
+  std::string counter;
+  std::string verdict;          // kPass or a class
+  double slope_per_step = 0;    // bytes (or count) per step over the measured blocks
+  double slope_bound = 0;       // noise floor the slope was judged against (0 for exact)
+  double baseline = 0;          // before setup
+  double final_value = 0;       // after teardown
+  double peak = 0;              // max over the run
+  std::string evidence;         // one human sentence
+};
+
+// What is still outstanding at the end of the measured blocks, grouped by tag.
+struct Attribution {
+  std::string op;     // op or call-site name
+  std::string role;   // value, grad, workspace, parameter, optimizer-state, user, ...
+  std::string scope;  // step, forward, manual, none
+  std::uint64_t bytes = 0;
+  std::uint64_t allocations = 0;
+  std::int64_t oldest_age_steps = 0;
+  std::int64_t newest_age_steps = 0;
+};
+
+struct WorkloadResult {
+  std::string name;
+  std::string description;
+  std::string kind;         // "clean", "zoo", "trap"
+  std::string expectation;  // kPass for clean/trap, the planted class for zoo entries
+  std::string verdict;      // kPass or the class found
+  bool met_expectation = false;
+  std::string evidence;     // the sentence that explains the verdict
+  int warmup_steps = 0;     // effective (configured or detected)
+  int blocks = 0;
+  int steps_per_block = 0;
+  std::vector<int> block_ends;  // sample index of the last step of each measured block
+  // Summary figures used by diff and the summary table.
+  double baseline_live_bytes = 0;
+  double steady_live_bytes = 0;  // runtime live bytes at the last block end
+  double final_live_bytes = 0;   // after teardown
+  double peak_bytes = 0;
+  double allocations_per_step = 0;
+  double step_time_ns = 0;       // median over measured steps
+  double probe_time_ns = 0;      // median probe sampling cost per sample
+  std::vector<CounterVerdict> counters;
+  std::vector<CounterSeries> series;
+  std::vector<Attribution> attribution;
+};
+
+struct BenchmarkFigure {
+  std::string name;
+  double value = 0;
+  std::string unit;
+};
+
+struct Report {
+  int schema_version = kSchemaVersion;
+  RunMetadata meta;
+  std::vector<WorkloadResult> workloads;
+  std::vector<BenchmarkFigure> benchmarks;
+};
+
+}  // namespace leakbound::reports
