@@ -1,0 +1,114 @@
+// Verdict logic: turns one counter's per-step series into a reports::CounterVerdict, plus the
+// pure helpers the Runner needs around it (schedule checks, warm-up detection, Theil-Sen slopes,
+// noise-floor calibration). No I/O, no clocks, no probes: every rule is tested on synthetic
+// series. The rules are specified in docs/verdicts.md; keep the two in step.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "leakbound/harness/probe.h"
+#include "leakbound/reports/report.h"
+
+namespace leakbound::harness {
+
+// How a workload run is laid out: W warm-up steps, then B measured blocks of N steps. values[i]
+// is the sample after step i, so a run has exactly W + B*N samples; block b covers samples
+// [W + b*N, W + (b+1)*N).
+// Trade-off: N must be at least the workload's own period (a sawtooth of period 2 needs N >= 2),
+// and a leak that rises less often than once every B*N - 1 steps can fall outside the window.
+struct Schedule {
+  int warmup_steps = 0;
+  int blocks = 0;
+  int steps_per_block = 0;
+
+  int MeasuredSteps() const { return blocks * steps_per_block; }
+  int TotalSteps() const { return warmup_steps + MeasuredSteps(); }
+};
+
+// Throws std::invalid_argument unless blocks >= 2, steps_per_block >= 1, warmup_steps >= 0 and
+// sample_count == W + B*N (the message names the field, its value and what is required).
+void ValidateSchedule(const Schedule& schedule, std::size_t sample_count);
+
+// Sample index of the last step of each measured block (WorkloadResult::block_ends).
+std::vector<int> BlockEnds(const Schedule& schedule);
+
+// The floor a noisy counter's slope must clear to count as growth. Growth needs BOTH
+// slope > slope_per_step and slope * (B*N) > total_growth; the second is an absolute minimum
+// over the window (e.g. one page for RSS, which moves in page quanta).
+struct NoiseFloor {
+  double slope_per_step = 0;
+  double total_growth = 0;
+};
+
+struct JudgeOptions {
+  // Only read for noisy counters (CounterInfo::exact == false). A zero floor flags any positive
+  // slope, so noisy counters should be judged against CalibrateNoiseFloor's result.
+  NoiseFloor noise;
+  // Absolute level of the counter (not relative to baseline) the peak may not exceed.
+  std::optional<double> peak_budget;
+  // A high-water mark seen between samples (e.g. the max of a "runtime.peak_bytes" counter); the
+  // peak is max(samples, baseline, final, observed_peak).
+  std::optional<double> observed_peak;
+};
+
+// Judges one counter. `values` is the whole run (warm-up included) and must match `schedule`;
+// `baseline` is the sample before setup, `final_value` the sample after teardown.
+// Precedence: unbounded-growth > not-returned-to-baseline > peak-over-budget > PASS; a verdict's
+// evidence also names any lower-precedence finding. Counters with judged == false are always
+// PASS but still carry slope and peak. Throws std::invalid_argument on a bad schedule or a
+// non-finite sample.
+reports::CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> values,
+                                     const Schedule& schedule, double baseline, double final_value,
+                                     const JudgeOptions& options = {});
+
+// Theil-Sen slope of y against x = 0, 1, ..., n-1: the median of all pairwise slopes (the mean
+// of the two middle ones for an even count). Robust to up to ~29% outliers, where least squares
+// is dragged by a single one. Returns 0 for n < 2.
+// Cost: exact for n <= kTheilSenExactMaxPoints (all n(n-1)/2 pairs, 8 bytes of scratch each,
+// ~16 MiB at the limit); above it, the median of kTheilSenSampledPairs pairs drawn by a
+// fixed-seed generator: an estimate, but deterministic for a given input. Throws
+// std::invalid_argument on a non-finite y.
+double TheilSenSlope(std::span<const double> y);
+
+// Same, for explicit abscissae (e.g. time instead of step index). Pairs with equal x are skipped.
+// Throws std::invalid_argument if the sizes differ or all x are equal (with n >= 2).
+double TheilSenSlopeAt(std::span<const double> y, std::span<const double> x);
+
+inline constexpr std::size_t kTheilSenExactMaxPoints = 2048;
+inline constexpr std::size_t kTheilSenSampledPairs = std::size_t{1} << 21;
+
+// Number of consecutive stable blocks DetectWarmupEnd requires.
+inline constexpr int kWarmupStableBlocks = 2;
+
+// Returns the number of warm-up steps: the smallest k*N (k = 0..max_warmup_blocks) such that
+// every series has identical per-block min and max over the kWarmupStableBlocks blocks starting
+// at sample k*N ([k*N, (k+1)*N), [(k+1)*N, (k+2)*N)); -1 if there is none (or the series are too
+// short to test any k). Call it again as the run grows; it only reads what it is given.
+// Pass the judged exact counters only: an informational counter such as a cumulative allocation
+// count never settles and would make the answer -1. With no series at all the answer is 0.
+// Throws std::invalid_argument if steps_per_block < 1, max_warmup_blocks < 0 or the series
+// differ in length.
+int DetectWarmupEnd(const std::vector<std::span<const double>>& exact_series, int steps_per_block,
+                    int max_warmup_blocks);
+
+struct CalibrationOptions {
+  double safety_factor = 2.0;     // multiplies the largest |slope| seen on clean windows
+  double sigma_multiplier = 4.0;  // slope standard errors added on top
+  double min_slope_per_step = 0;  // lower bound on slope_per_step (unit per step)
+  double min_total_growth = 0;    // e.g. the page size (4096) for RSS; see docs/verdicts.md
+};
+
+// Noise floor for one noisy counter from its measured windows in runs known to be clean. Per
+// window: Theil-Sen slope s, robust residual spread sigma = 1.4826 * MAD(y_i - s*i) and the
+// slope's standard error se = sigma * sqrt(12 / (n (n^2 - 1))). Then
+//   slope_per_step = max(min_slope_per_step, safety_factor * max|s| + sigma_multiplier * max se)
+//   total_growth   = min_total_growth
+// Calibrate on windows as long as the measured window being judged (se shrinks as n^-1.5).
+// Throws std::invalid_argument if there is no window or a window has fewer than 3 samples.
+NoiseFloor CalibrateNoiseFloor(const std::vector<std::span<const double>>& clean_windows,
+                               const CalibrationOptions& options = {});
+
+}  // namespace leakbound::harness

@@ -1,0 +1,413 @@
+// Verdict rules for exact and noisy counters (specified in docs/verdicts.md) and the robust
+// statistics under them. Pure functions over spans: the only heap use is Theil-Sen's pair
+// scratch and the evidence strings.
+#include "leakbound/harness/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "leakbound/reports/format.h"
+
+namespace leakbound::harness {
+namespace {
+
+using reports::CounterVerdict;
+
+// ---- Formatting for evidence sentences -------------------------------------------------------
+// Levels and deltas use the report layer's formatters (reports/format.h), so evidence and the
+// rendered tables write "1.50 MiB" the same way; only per-step rates are formatted here.
+
+std::string FormatAmount(double value, const std::string& unit) {
+  return reports::FormatInUnit(value, unit);
+}
+
+std::string FormatSigned(double value, const std::string& unit) {
+  return unit == "bytes" ? reports::FormatSignedBytes(value) : reports::FormatSignedCount(value);
+}
+
+// A per-step rate. Bytes stay in plain B below 1 MiB/step so that small leaks read exactly
+// ("1 B/step", "2.67 B/step"); integers print exactly, fractions with three significant digits.
+std::string FormatRate(double per_step, const std::string& unit) {
+  if (unit == "bytes" && std::fabs(per_step) >= 1024.0 * 1024.0) {
+    return reports::FormatBytes(per_step) + "/step";
+  }
+  char buf[64];
+  if (per_step == std::trunc(per_step) && std::fabs(per_step) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", per_step);
+  } else if (std::fabs(per_step) >= 100) {
+    std::snprintf(buf, sizeof buf, "%.1f", per_step);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g", per_step);
+  }
+  if (unit == "bytes") return std::string(buf) + " B/step";
+  if (unit.empty() || unit == "count") return std::string(buf) + "/step";
+  return std::string(buf) + " " + unit + "/step";
+}
+
+// ---- Robust statistics -----------------------------------------------------------------------
+
+// Median of a scratch vector (reordered); the mean of the two middle values for an even count.
+double MedianInPlace(std::vector<double>& v) {
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return 0.5 * (lower + upper);
+}
+
+std::uint64_t SplitMix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void RequireFinite(std::span<const double> values, const char* what) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      throw std::invalid_argument(std::string(what) + "[" + std::to_string(i) +
+                                  "] is not finite (" + std::to_string(values[i]) +
+                                  "); a probe must report a number for every sample");
+    }
+  }
+}
+
+// Theil-Sen over pairs (i, j), i < j, with abscissae x_at(i). Pairs with equal x are skipped.
+// Above kTheilSenExactMaxPoints the pairs are a fixed-seed sample, so results are reproducible.
+template <typename XAt>
+double TheilSenImpl(std::span<const double> y, XAt x_at) {
+  RequireFinite(y, "Theil-Sen y");
+  const std::size_t n = y.size();
+  if (n < 2) return 0;
+  std::vector<double> slopes;
+  auto add_pair = [&](std::size_t i, std::size_t j) {
+    const double dx = x_at(j) - x_at(i);
+    if (dx != 0) slopes.push_back((y[j] - y[i]) / dx);
+  };
+  if (n <= kTheilSenExactMaxPoints) {
+    slopes.reserve(n * (n - 1) / 2);
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+      for (std::size_t j = i + 1; j < n; ++j) add_pair(i, j);
+    }
+  } else {
+    slopes.reserve(kTheilSenSampledPairs);
+    std::uint64_t state = 0x6C65616B626F756Eull;  // "leakboun": fixed seed, deterministic
+    for (std::size_t k = 0; k < kTheilSenSampledPairs; ++k) {
+      const std::size_t i = SplitMix64(state) % n;
+      const std::size_t j = (i + 1 + SplitMix64(state) % (n - 1)) % n;  // any index but i
+      add_pair(std::min(i, j), std::max(i, j));
+    }
+  }
+  if (slopes.empty()) {
+    throw std::invalid_argument("Theil-Sen slope: all " + std::to_string(n) +
+                                " x values are equal; a slope needs at least two distinct x");
+  }
+  return MedianInPlace(slopes);
+}
+
+// ---- Blocks ----------------------------------------------------------------------------------
+
+struct BlockRange {
+  double min = 0;
+  double max = 0;
+  bool operator==(const BlockRange&) const = default;
+};
+
+BlockRange RangeOf(std::span<const double> block) {
+  const auto [lo, hi] = std::minmax_element(block.begin(), block.end());
+  return {*lo, *hi};
+}
+
+std::vector<BlockRange> BlockRanges(std::span<const double> measured, int blocks,
+                                    int steps_per_block) {
+  std::vector<BlockRange> ranges;
+  ranges.reserve(static_cast<std::size_t>(blocks));
+  const auto n = static_cast<std::size_t>(steps_per_block);
+  for (int b = 0; b < blocks; ++b) {
+    ranges.push_back(RangeOf(measured.subspan(static_cast<std::size_t>(b) * n, n)));
+  }
+  return ranges;
+}
+
+// What the trend half of a verdict found: the slope to report and one sentence.
+struct Trend {
+  double slope_per_step = 0;
+  double slope_bound = 0;  // the floor the slope was judged against; 0 for exact counters
+  bool grew = false;
+  std::string sentence;
+};
+
+// Exact counters: flat iff every measured block has the same min and the same max. A rise of
+// the floor (min) is growth; so is a rise of the ceiling (max) when the floor did not rise. The
+// slope is the rise between the first and last block divided by the (B-1)*N steps between them.
+Trend ExactTrend(const CounterInfo& info, std::span<const double> measured,
+                 const Schedule& schedule) {
+  const std::vector<BlockRange> ranges =
+      BlockRanges(measured, schedule.blocks, schedule.steps_per_block);
+  const std::string over = " over " + std::to_string(schedule.blocks) + " blocks of " +
+                           std::to_string(schedule.steps_per_block) + " steps";
+  const BlockRange first = ranges.front();
+  const BlockRange last = ranges.back();
+  const bool flat =
+      std::all_of(ranges.begin(), ranges.end(), [&](const BlockRange& r) { return r == first; });
+  Trend trend;
+  if (flat) {
+    trend.sentence = info.name + " flat" + over + " (every block: min " +
+                     FormatAmount(first.min, info.unit) + ", max " +
+                     FormatAmount(first.max, info.unit) + ")";
+    return trend;
+  }
+  const double steps_between = static_cast<double>(schedule.blocks - 1) * schedule.steps_per_block;
+  // "A → B (+rise)": the rise is printed too, since a 1 B/step leak leaves A and B looking equal.
+  auto change = [&](double from, double to) {
+    return FormatAmount(from, info.unit) + " → " + FormatAmount(to, info.unit) + " (" +
+           FormatSigned(to - from, info.unit) + ")";
+  };
+  const std::string minima = change(first.min, last.min);
+  const std::string maxima = change(first.max, last.max);
+  if (last.min > first.min) {
+    trend.grew = true;
+    trend.slope_per_step = (last.min - first.min) / steps_between;
+    trend.sentence = info.name + " grew " + FormatRate(trend.slope_per_step, info.unit) +
+                     ": block minima " + minima + over;
+  } else if (last.max > first.max) {
+    trend.grew = true;
+    trend.slope_per_step = (last.max - first.max) / steps_between;
+    trend.sentence = info.name + " grew " + FormatRate(trend.slope_per_step, info.unit) +
+                     ": block maxima " + maxima + over + " (minima " + minima + ")";
+  } else {
+    // Changed without a net rise (shrank, or rose and fell back): bounded as far as the window
+    // can tell. The signed floor slope is still reported.
+    trend.slope_per_step = (last.min - first.min) / steps_between;
+    trend.sentence = info.name + " changed across blocks without rising: block minima " + minima +
+                     ", maxima " + maxima + over;
+  }
+  return trend;
+}
+
+// Noisy counters: Theil-Sen slope over the measured window against the noise floor. Growth
+// needs slope > floor.slope_per_step AND slope * B*N > floor.total_growth, i.e. the slope must
+// clear max(slope_per_step, total_growth / (B*N)), which is reported as slope_bound.
+Trend NoisyTrend(const CounterInfo& info, std::span<const double> measured,
+                 const NoiseFloor& floor) {
+  const double window = static_cast<double>(measured.size());
+  Trend trend;
+  trend.slope_bound = std::max(floor.slope_per_step, floor.total_growth / window);
+  trend.slope_per_step = TheilSenSlope(measured);
+  trend.grew = trend.slope_per_step > floor.slope_per_step &&
+               trend.slope_per_step * window > floor.total_growth;
+  const std::string fit = " (Theil-Sen over " + std::to_string(measured.size()) + " measured steps";
+  if (trend.grew) {
+    trend.sentence = info.name + " grew " + FormatRate(trend.slope_per_step, info.unit) + fit +
+                     ", " + FormatSigned(trend.slope_per_step * window, info.unit) +
+                     " over the window), above the noise floor of " +
+                     FormatRate(trend.slope_bound, info.unit);
+  } else {
+    trend.sentence = info.name + " slope " + FormatRate(trend.slope_per_step, info.unit) + fit +
+                     ") within the noise floor of " + FormatRate(trend.slope_bound, info.unit);
+  }
+  return trend;
+}
+
+}  // namespace
+
+void ValidateSchedule(const Schedule& schedule, std::size_t sample_count) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("Schedule: " + what); };
+  if (schedule.blocks < 2) {
+    fail("blocks must be >= 2 so that blocks can be compared (got " +
+         std::to_string(schedule.blocks) + ")");
+  }
+  if (schedule.steps_per_block < 1) {
+    fail("steps_per_block must be >= 1 (got " + std::to_string(schedule.steps_per_block) + ")");
+  }
+  if (schedule.warmup_steps < 0) {
+    fail("warmup_steps must be >= 0 (got " + std::to_string(schedule.warmup_steps) + ")");
+  }
+  const std::int64_t expected = std::int64_t{schedule.warmup_steps} +
+                                std::int64_t{schedule.blocks} * schedule.steps_per_block;
+  if (expected > std::numeric_limits<int>::max()) {
+    fail("W + B*N = " + std::to_string(expected) + " steps does not fit in an int");
+  }
+  if (static_cast<std::uint64_t>(expected) != sample_count) {
+    fail("expected W + B*N = " + std::to_string(schedule.warmup_steps) + " + " +
+         std::to_string(schedule.blocks) + "*" + std::to_string(schedule.steps_per_block) + " = " +
+         std::to_string(expected) + " samples (one per step), got " + std::to_string(sample_count));
+  }
+}
+
+std::vector<int> BlockEnds(const Schedule& schedule) {
+  std::vector<int> ends;
+  for (int b = 1; b <= schedule.blocks; ++b) {
+    ends.push_back(schedule.warmup_steps + b * schedule.steps_per_block - 1);
+  }
+  return ends;
+}
+
+CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> values,
+                            const Schedule& schedule, double baseline, double final_value,
+                            const JudgeOptions& options) {
+  try {
+    ValidateSchedule(schedule, values.size());
+    RequireFinite(values, "values");
+    const double extras[] = {baseline, final_value, options.observed_peak.value_or(0),
+                             options.peak_budget.value_or(0)};
+    RequireFinite(extras, "baseline, final_value, observed_peak, peak_budget");
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(info.name + ": " + e.what());
+  }
+
+  CounterVerdict verdict;
+  verdict.counter = info.name;
+  verdict.baseline = baseline;
+  verdict.final_value = final_value;
+  verdict.peak = std::max({*std::max_element(values.begin(), values.end()), baseline, final_value,
+                           options.observed_peak.value_or(baseline)});
+
+  const auto measured = values.subspan(static_cast<std::size_t>(schedule.warmup_steps));
+  const Trend trend =
+      info.exact ? ExactTrend(info, measured, schedule) : NoisyTrend(info, measured, options.noise);
+  verdict.slope_per_step = trend.slope_per_step;
+  verdict.slope_bound = trend.slope_bound;
+
+  // Findings in precedence order: growth > not returned to baseline > peak over budget.
+  // Returned-to-baseline is only meaningful for exact counters (noisy ones never come back
+  // to the byte).
+  std::vector<std::pair<const char*, std::string>> findings;
+  if (trend.grew) findings.emplace_back(reports::kUnboundedGrowth, trend.sentence);
+  const double residue = final_value - baseline;
+  if (info.exact && residue != 0) {
+    findings.emplace_back(reports::kNotReturnedToBaseline,
+                          info.name + " did not return to baseline: residue " +
+                              FormatSigned(residue, info.unit) + " after teardown (baseline " +
+                              FormatAmount(baseline, info.unit) + ", final " +
+                              FormatAmount(final_value, info.unit) + ")");
+  }
+  const bool has_budget = options.peak_budget.has_value();
+  if (has_budget && verdict.peak > *options.peak_budget) {
+    findings.emplace_back(reports::kPeakOverBudget,
+                          info.name + " peaked at " + FormatAmount(verdict.peak, info.unit) + ", " +
+                              FormatAmount(verdict.peak - *options.peak_budget, info.unit) +
+                              " over the budget of " +
+                              FormatAmount(*options.peak_budget, info.unit));
+  }
+
+  if (!info.judged) {
+    verdict.verdict = reports::kPass;
+    verdict.evidence = info.name + " is informational (not judged): slope " +
+                       FormatRate(trend.slope_per_step, info.unit) + ", peak " +
+                       FormatAmount(verdict.peak, info.unit);
+    return verdict;
+  }
+  if (findings.empty()) {
+    verdict.verdict = reports::kPass;
+    verdict.evidence = trend.sentence;
+    if (info.exact) verdict.evidence += "; returned to baseline";
+    if (has_budget) {
+      verdict.evidence += "; peak " + FormatAmount(verdict.peak, info.unit) + " within budget " +
+                          FormatAmount(*options.peak_budget, info.unit);
+    }
+    return verdict;
+  }
+  verdict.verdict = findings.front().first;
+  verdict.evidence = findings.front().second;
+  for (std::size_t i = 1; i < findings.size(); ++i) {
+    verdict.evidence += "; also " + findings[i].second;
+  }
+  return verdict;
+}
+
+double TheilSenSlope(std::span<const double> y) {
+  return TheilSenImpl(y, [](std::size_t i) { return static_cast<double>(i); });
+}
+
+double TheilSenSlopeAt(std::span<const double> y, std::span<const double> x) {
+  if (x.size() != y.size()) {
+    throw std::invalid_argument("Theil-Sen slope: " + std::to_string(y.size()) + " y values but " +
+                                std::to_string(x.size()) + " x values; they must pair up");
+  }
+  RequireFinite(x, "Theil-Sen x");
+  return TheilSenImpl(y, [x](std::size_t i) { return x[i]; });
+}
+
+int DetectWarmupEnd(const std::vector<std::span<const double>>& exact_series, int steps_per_block,
+                    int max_warmup_blocks) {
+  if (steps_per_block < 1) {
+    throw std::invalid_argument("DetectWarmupEnd: steps_per_block must be >= 1 (got " +
+                                std::to_string(steps_per_block) + ")");
+  }
+  if (max_warmup_blocks < 0) {
+    throw std::invalid_argument("DetectWarmupEnd: max_warmup_blocks must be >= 0 (got " +
+                                std::to_string(max_warmup_blocks) + ")");
+  }
+  if (exact_series.empty()) return 0;  // nothing to wait for
+  const std::size_t length = exact_series.front().size();
+  for (std::size_t s = 0; s < exact_series.size(); ++s) {
+    if (exact_series[s].size() != length) {
+      throw std::invalid_argument("DetectWarmupEnd: series " + std::to_string(s) + " has " +
+                                  std::to_string(exact_series[s].size()) +
+                                  " samples but series 0 has " + std::to_string(length) +
+                                  "; all series must come from the same run");
+    }
+  }
+  const auto n = static_cast<std::size_t>(steps_per_block);
+  for (std::size_t k = 0; k <= static_cast<std::size_t>(max_warmup_blocks); ++k) {
+    if ((k + kWarmupStableBlocks) * n > length) break;
+    if (k * n > static_cast<std::size_t>(std::numeric_limits<int>::max())) break;
+    const bool stable =
+        std::all_of(exact_series.begin(), exact_series.end(), [&](std::span<const double> series) {
+          const BlockRange first = RangeOf(series.subspan(k * n, n));
+          for (std::size_t b = 1; b < static_cast<std::size_t>(kWarmupStableBlocks); ++b) {
+            if (!(RangeOf(series.subspan((k + b) * n, n)) == first)) return false;
+          }
+          return true;
+        });
+    if (stable) return static_cast<int>(k * n);
+  }
+  return -1;
+}
+
+NoiseFloor CalibrateNoiseFloor(const std::vector<std::span<const double>>& clean_windows,
+                               const CalibrationOptions& options) {
+  if (clean_windows.empty()) {
+    throw std::invalid_argument(
+        "CalibrateNoiseFloor: no clean windows; run the clean workload at least once first");
+  }
+  double max_abs_slope = 0;
+  double max_standard_error = 0;
+  std::vector<double> residuals;
+  for (std::size_t w = 0; w < clean_windows.size(); ++w) {
+    const std::span<const double> y = clean_windows[w];
+    if (y.size() < 3) {
+      throw std::invalid_argument("CalibrateNoiseFloor: window " + std::to_string(w) + " has " +
+                                  std::to_string(y.size()) +
+                                  " samples; a residual spread needs at least 3");
+    }
+    const double slope = TheilSenSlope(y);
+    residuals.assign(y.begin(), y.end());
+    for (std::size_t i = 0; i < y.size(); ++i) residuals[i] -= slope * static_cast<double>(i);
+    std::vector<double> scratch = residuals;
+    const double center = MedianInPlace(scratch);
+    for (double& r : residuals) r = std::fabs(r - center);
+    // 1.4826 * MAD estimates the standard deviation of Gaussian noise, ignoring outliers.
+    const double sigma = 1.4826 * MedianInPlace(residuals);
+    const double n = static_cast<double>(y.size());
+    const double standard_error = sigma * std::sqrt(12.0 / (n * (n * n - 1.0)));
+    max_abs_slope = std::max(max_abs_slope, std::fabs(slope));
+    max_standard_error = std::max(max_standard_error, standard_error);
+  }
+  NoiseFloor floor;
+  floor.slope_per_step =
+      std::max(options.min_slope_per_step, options.safety_factor * max_abs_slope +
+                                               options.sigma_multiplier * max_standard_error);
+  floor.total_growth = options.min_total_growth;
+  return floor;
+}
+
+}  // namespace leakbound::harness
