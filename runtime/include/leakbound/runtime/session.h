@@ -1,0 +1,157 @@
+// EagerSession: one device, a set of parameters, and one tape per scope. Two exception-safe
+// scopes: WithStep (one training step) and WithForward (one inference pass). On every exit of a
+// scope the tape releases exactly the buffers it owns and retires its generation; parameters,
+// their gradients and optimizer state are never freed by a scope.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "leakbound/runtime/device.h"
+#include "leakbound/runtime/errors.h"
+#include "leakbound/runtime/failing_adaptor.h"
+#include "leakbound/runtime/param.h"
+#include "leakbound/runtime/statistics_adaptor.h"
+#include "leakbound/runtime/tape.h"
+#include "leakbound/runtime/tracking_adaptor.h"
+
+namespace leakbound::runtime {
+
+// Whether T holds a tape handle (TensorRef, Tape&, Node*) that would dangle outside its scope.
+template <class T> struct ContainsTapeHandle : std::false_type {};
+template <> struct ContainsTapeHandle<TensorRef> : std::true_type {};
+template <> struct ContainsTapeHandle<Tape*> : std::true_type {};
+template <> struct ContainsTapeHandle<Node*> : std::true_type {};
+template <> struct ContainsTapeHandle<const Node*> : std::true_type {};
+template <class T, class A>
+struct ContainsTapeHandle<std::vector<T, A>> : ContainsTapeHandle<std::remove_cv_t<T>> {};
+template <class T, std::size_t N>
+struct ContainsTapeHandle<std::array<T, N>> : ContainsTapeHandle<std::remove_cv_t<T>> {};
+template <class T> struct ContainsTapeHandle<std::optional<T>> : ContainsTapeHandle<T> {};
+template <class A, class B>
+struct ContainsTapeHandle<std::pair<A, B>>
+    : std::bool_constant<ContainsTapeHandle<std::decay_t<A>>::value ||
+                         ContainsTapeHandle<std::decay_t<B>>::value> {};
+template <class... Ts>
+struct ContainsTapeHandle<std::tuple<Ts...>>
+    : std::bool_constant<(ContainsTapeHandle<std::decay_t<Ts>>::value || ...)> {};
+
+template <class Result>
+inline constexpr bool kEscapesTape =
+    std::is_reference_v<Result> || ContainsTapeHandle<std::decay_t<Result>>::value;
+
+// Planted faults for the leak zoo: off by default, each one a realistic runtime bug.
+struct PlantedFaults {
+  bool leak_workspace_on_scope_exit = false;  // the tape forgets its workspace buffers
+  bool skip_release_on_error = false;         // an exception exit skips the release
+};
+
+struct SessionOptions {
+  Device device = Device::Cpu();
+  CudaAllocator cuda_allocator = CudaAllocator::kPool;
+  bool track_allocations = true;  // tracking adaptor in the stack (attribution)
+  int blas_threads = 0;           // CPU: OpenBLAS threads (0: leave as configured)
+  PlantedFaults faults;
+};
+
+class EagerSession {
+ public:
+  explicit EagerSession(SessionOptions options = {});
+  ~EagerSession();
+  EagerSession(const EagerSession&) = delete;
+  EagerSession& operator=(const EagerSession&) = delete;
+
+  std::uint64_t id() const { return id_; }
+  const Device& device() const { return options_.device; }
+  Backend& backend() { return *backend_; }
+
+  // Parameters, owned by the session for its lifetime. Init: values drawn uniformly from
+  // [-scale, scale] with a seeded generator (scale 0 gives zeros), or copied from `values`.
+  Param& CreateParam(std::string name, const Shape& shape, float scale, std::uint64_t seed);
+  Param& CreateParam(std::string name, const Shape& shape, std::span<const float> values);
+  std::vector<Param*> params();
+  std::vector<float> ReadParam(const Param& param);
+
+  // One training step: a fresh tape generation; the body records forward, calls Backward and an
+  // optimizer. The body may return host data (a loss, a vector), never a tape handle.
+  template <class Body>
+  auto WithStep(Body&& body) -> std::invoke_result_t<Body, Tape&> {
+    using Result = std::invoke_result_t<Body, Tape&>;
+    static_assert(!kEscapesTape<Result>,
+                  "WithStep body returns a tape handle or reference that would dangle when the "
+                  "step ends; return host data (tape.Scalar(ref), tape.ToHost(ref)) instead");
+    ScopeGuard guard(*this, ScopeKind::kStep);
+    return std::invoke(std::forward<Body>(body), guard.tape());
+  }
+
+  // One inference pass: no gradients, no saved workspace. The body's result must be host data
+  // (it is produced before the temporaries are released). Allowed inside a WithStep body (an
+  // evaluation during training) with its own tape; handles do not cross between the two tapes.
+  template <class Body>
+  auto WithForward(Body&& body) -> std::invoke_result_t<Body, Tape&> {
+    using Result = std::invoke_result_t<Body, Tape&>;
+    static_assert(!kEscapesTape<Result>,
+                  "WithForward body returns a tape handle or reference that would dangle when the "
+                  "pass ends; return tape.ToHost(ref), tape.Scalar(ref) or other host data");
+    ScopeGuard guard(*this, ScopeKind::kForward);
+    return std::invoke(std::forward<Body>(body), guard.tape());
+  }
+
+  // A tape with no scope: nothing releases it but ResetManualTape(). Exists for code that must
+  // manage a tape by hand (and for the zoo's "scope missing" leak). Prefer the scopes.
+  Tape& ManualTape();
+  void ResetManualTape();
+
+  // Memory. `resource()` is the top of this session's adaptor stack: user allocations through
+  // it are counted and tracked like tensor bytes.
+  MemoryResource* resource() { return top_; }
+  MemoryStats stats() const { return session_stats_.Snapshot(); }
+  StatisticsAdaptor& statistics() { return session_stats_; }
+  const TrackingAdaptor* tracking() const { return tracking_.get(); }
+  FailingAdaptor& faults() { return failing_; }
+  std::uint64_t generation() const { return next_generation_ - 1; }
+  bool in_scope() const { return step_tape_.active() || forward_tape_.active(); }
+
+ private:
+  class ScopeGuard {
+   public:
+    ScopeGuard(EagerSession& session, ScopeKind scope);
+    ~ScopeGuard();
+    ScopeGuard(const ScopeGuard&) = delete;
+    ScopeGuard& operator=(const ScopeGuard&) = delete;
+    Tape& tape() { return *tape_; }
+
+   private:
+    Tape* tape_;
+    int uncaught_at_entry_;
+  };
+
+  std::uint64_t NextGeneration() { return next_generation_++; }
+
+  SessionOptions options_;
+  std::uint64_t id_;
+  DeviceParts parts_;
+  Backend* backend_;
+  // The session's adaptor stack, top first:
+  //   failing -> session statistics -> tracking (optional) -> process statistics -> leaf
+  std::unique_ptr<TrackingAdaptor> tracking_;
+  StatisticsAdaptor session_stats_;
+  FailingAdaptor failing_;
+  MemoryResource* top_;
+  std::deque<Param> params_;  // stable addresses
+  Tape step_tape_;
+  Tape forward_tape_;
+  Tape manual_tape_;
+  std::uint64_t next_generation_ = 1;
+};
+
+}  // namespace leakbound::runtime

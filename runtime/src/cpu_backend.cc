@@ -1,0 +1,284 @@
+// The CPU reference backend: plain loops over host memory, OpenBLAS sgemm for matmul.
+// It is the specification the CUDA backend is tested against, so clarity beats cleverness here,
+// except in Gemm and the bias+activation epilogue that dominate the step time.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "leakbound/runtime/backend.h"
+
+namespace leakbound::runtime {
+namespace {
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCoeff = 0.044715f;
+
+inline float GeluForward(float x) {
+  const float u = kSqrt2OverPi * (x + kGeluCoeff * x * x * x);
+  return 0.5f * x * (1.0f + std::tanh(u));
+}
+inline float GeluGrad(float x) {
+  const float u = kSqrt2OverPi * (x + kGeluCoeff * x * x * x);
+  const float t = std::tanh(u);
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+inline void Store(float* out, float value, bool accumulate) {
+  if (accumulate) {
+    *out += value;
+  } else {
+    *out = value;
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int blas_threads) {
+    if (blas_threads > 0) openblas_set_num_threads(blas_threads);
+  }
+  DeviceKind kind() const override { return DeviceKind::kCpu; }
+  std::string Describe() const override { return "cpu (CPU stub, OpenBLAS)"; }
+  void Synchronize() override {}
+
+  void CopyFromHost(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes != 0) std::memcpy(dst, src, bytes);
+  }
+  void CopyToHost(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes != 0) std::memcpy(dst, src, bytes);
+  }
+  void Copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes != 0) std::memmove(dst, src, bytes);
+  }
+  void Fill(float* dst, float value, std::int64_t n) override { std::fill(dst, dst + n, value); }
+
+  void Gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+            float beta, float* c, std::int64_t ldc) override {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {  // BLAS leaves C alone when k == 0 only if beta == 1
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+      return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+                static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+                static_cast<blasint>(ldc));
+  }
+  void Axpy(std::int64_t n, float alpha, const float* x, float* y) override {
+    for (std::int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+  }
+  void Scale(std::int64_t n, float alpha, const float* x, float* y, bool accumulate) override {
+    for (std::int64_t i = 0; i < n; ++i) Store(&y[i], alpha * x[i], accumulate);
+  }
+  void Add(std::int64_t n, const float* a, const float* b, float* y) override {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  }
+  void Mul(std::int64_t n, const float* a, const float* b, float* y, bool accumulate) override {
+    for (std::int64_t i = 0; i < n; ++i) Store(&y[i], a[i] * b[i], accumulate);
+  }
+  void BiasActivation(std::int64_t rows, std::int64_t cols, const float* x, const float* bias,
+                      Activation act, float* y) override {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * cols;
+      float* yr = y + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float v = xr[c] + (bias != nullptr ? bias[c] : 0.0f);
+        switch (act) {
+          case Activation::kNone: yr[c] = v; break;
+          case Activation::kRelu: yr[c] = v > 0.0f ? v : 0.0f; break;
+          case Activation::kGelu: yr[c] = GeluForward(v); break;
+          case Activation::kTanh: yr[c] = std::tanh(v); break;
+        }
+      }
+    }
+  }
+  void ActivationBackward(std::int64_t n, Activation act, const float* pre, const float* out,
+                          const float* dy, float* dx, bool accumulate) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      float g = dy[i];
+      switch (act) {
+        case Activation::kNone: break;
+        case Activation::kRelu: g = out[i] > 0.0f ? g : 0.0f; break;
+        case Activation::kGelu: g *= GeluGrad(pre[i]); break;
+        case Activation::kTanh: g *= 1.0f - out[i] * out[i]; break;
+      }
+      Store(&dx[i], g, accumulate);
+    }
+  }
+  void ColumnSum(std::int64_t rows, std::int64_t cols, const float* x, float* out,
+                 bool accumulate) override {
+    if (!accumulate) std::fill(out, out + cols, 0.0f);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) out[c] += x[r * cols + c];
+  }
+  void Sum(std::int64_t n, const float* x, float scale, float* out) override {
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i) s += x[i];
+    *out = static_cast<float>(s * scale);
+  }
+  void BroadcastScalar(std::int64_t n, const float* dy, float scale, float* dx,
+                       bool accumulate) override {
+    const float g = *dy * scale;
+    for (std::int64_t i = 0; i < n; ++i) Store(&dx[i], g, accumulate);
+  }
+  void Transpose(std::int64_t rows_src, std::int64_t cols_src, const float* src, float* dst,
+                 bool accumulate) override {
+    for (std::int64_t r = 0; r < rows_src; ++r)
+      for (std::int64_t c = 0; c < cols_src; ++c)
+        Store(&dst[c * rows_src + r], src[r * cols_src + c], accumulate);
+  }
+  void Copy2D(std::int64_t rows, std::int64_t cols, const float* src, std::int64_t src_ld,
+              float* dst, std::int64_t dst_ld, bool accumulate) override {
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        Store(&dst[r * dst_ld + c], src[r * src_ld + c], accumulate);
+  }
+  void Softmax(std::int64_t rows, std::int64_t cols, const float* x, float* y) override {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * cols;
+      float* yr = y + r * cols;
+      const float mx = *std::max_element(xr, xr + cols);
+      double sum = 0;
+      for (std::int64_t c = 0; c < cols; ++c) sum += (yr[c] = std::exp(xr[c] - mx));
+      const float inv = static_cast<float>(1.0 / sum);
+      for (std::int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+    }
+  }
+  void SoftmaxBackward(std::int64_t rows, std::int64_t cols, const float* y, const float* dy,
+                       float* dx, bool accumulate) override {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* yr = y + r * cols;
+      const float* dyr = dy + r * cols;
+      double dot = 0;
+      for (std::int64_t c = 0; c < cols; ++c) dot += static_cast<double>(yr[c]) * dyr[c];
+      for (std::int64_t c = 0; c < cols; ++c)
+        Store(&dx[r * cols + c], yr[c] * (dyr[c] - static_cast<float>(dot)), accumulate);
+    }
+  }
+  void SoftmaxCrossEntropy(std::int64_t rows, std::int64_t cols, const float* logits,
+                           const std::int32_t* labels, float* probs, float* loss) override {
+    Softmax(rows, cols, logits, probs);
+    double total = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float p = probs[r * cols + labels[r]];
+      total -= std::log(std::max(p, std::numeric_limits<float>::min()));
+    }
+    *loss = static_cast<float>(total / static_cast<double>(rows));
+  }
+  void SoftmaxCrossEntropyBackward(std::int64_t rows, std::int64_t cols, const float* probs,
+                                   const std::int32_t* labels, const float* dloss, float* dlogits,
+                                   bool accumulate) override {
+    const float scale = *dloss / static_cast<float>(rows);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float onehot = c == labels[r] ? 1.0f : 0.0f;
+        Store(&dlogits[r * cols + c], scale * (probs[r * cols + c] - onehot), accumulate);
+      }
+  }
+  void MseLoss(std::int64_t n, const float* pred, const float* target, float* loss) override {
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(pred[i]) - target[i];
+      s += d * d;
+    }
+    *loss = static_cast<float>(s / static_cast<double>(n));
+  }
+  void MseLossBackward(std::int64_t n, const float* pred, const float* target, const float* dloss,
+                       float* dpred, bool accumulate) override {
+    const float scale = 2.0f * *dloss / static_cast<float>(n);
+    for (std::int64_t i = 0; i < n; ++i) Store(&dpred[i], scale * (pred[i] - target[i]), accumulate);
+  }
+  void LayerNorm(std::int64_t rows, std::int64_t cols, const float* x, const float* gamma,
+                 const float* beta, float eps, float* y, float* mean, float* rstd) override {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * cols;
+      double mu = 0;
+      for (std::int64_t c = 0; c < cols; ++c) mu += xr[c];
+      mu /= static_cast<double>(cols);
+      double var = 0;
+      for (std::int64_t c = 0; c < cols; ++c) var += (xr[c] - mu) * (xr[c] - mu);
+      var /= static_cast<double>(cols);
+      const float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
+      mean[r] = static_cast<float>(mu);
+      rstd[r] = rs;
+      for (std::int64_t c = 0; c < cols; ++c)
+        y[r * cols + c] = (xr[c] - mean[r]) * rs * gamma[c] + beta[c];
+    }
+  }
+  void LayerNormBackward(std::int64_t rows, std::int64_t cols, const float* x, const float* gamma,
+                         const float* mean, const float* rstd, const float* dy, float* dx,
+                         bool accumulate_dx, float* dgamma, bool accumulate_dgamma, float* dbeta,
+                         bool accumulate_dbeta) override {
+    if (dgamma != nullptr && !accumulate_dgamma) std::fill(dgamma, dgamma + cols, 0.0f);
+    if (dbeta != nullptr && !accumulate_dbeta) std::fill(dbeta, dbeta + cols, 0.0f);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * cols;
+      const float* dyr = dy + r * cols;
+      double sum_g = 0, sum_gx = 0;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float xhat = (xr[c] - mean[r]) * rstd[r];
+        const float g = dyr[c] * gamma[c];
+        sum_g += g;
+        sum_gx += static_cast<double>(g) * xhat;
+        if (dgamma != nullptr) dgamma[c] += dyr[c] * xhat;
+        if (dbeta != nullptr) dbeta[c] += dyr[c];
+      }
+      if (dx == nullptr) continue;
+      const float mg = static_cast<float>(sum_g / static_cast<double>(cols));
+      const float mgx = static_cast<float>(sum_gx / static_cast<double>(cols));
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float xhat = (xr[c] - mean[r]) * rstd[r];
+        Store(&dx[r * cols + c], rstd[r] * (dyr[c] * gamma[c] - mg - xhat * mgx), accumulate_dx);
+      }
+    }
+  }
+  void EmbeddingLookup(std::int64_t n, std::int64_t dim, const float* table,
+                       const std::int32_t* ids, float* out) override {
+    for (std::int64_t i = 0; i < n; ++i)
+      std::memcpy(out + i * dim, table + static_cast<std::int64_t>(ids[i]) * dim,
+                  static_cast<std::size_t>(dim) * sizeof(float));
+  }
+  void EmbeddingBackward(std::int64_t n, std::int64_t dim, const float* dy,
+                         const std::int32_t* ids, float* dtable) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      float* row = dtable + static_cast<std::int64_t>(ids[i]) * dim;
+      for (std::int64_t d = 0; d < dim; ++d) row[d] += dy[i * dim + d];
+    }
+  }
+  void SgdMomentum(std::int64_t n, float lr, float momentum, float weight_decay, const float* grad,
+                   float* velocity, float* param) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float g = grad[i] + weight_decay * param[i];
+      velocity[i] = momentum * velocity[i] + g;
+      param[i] -= lr * velocity[i];
+    }
+  }
+  void Adam(std::int64_t n, float lr, float beta1, float beta2, float eps, float bias_correction1,
+            float bias_correction2, const float* grad, float* m, float* v, float* param) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      m[i] = beta1 * m[i] + (1.0f - beta1) * grad[i];
+      v[i] = beta2 * v[i] + (1.0f - beta2) * grad[i] * grad[i];
+      const float mhat = m[i] / bias_correction1;
+      const float vhat = v[i] / bias_correction2;
+      param[i] -= lr * mhat / (std::sqrt(vhat) + eps);
+    }
+  }
+  std::int64_t CountNonFinite(std::int64_t n, const float* x) override {
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < n; ++i) count += std::isfinite(x[i]) ? 0 : 1;
+    return count;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeCpuBackend(int blas_threads) {
+  return std::make_unique<CpuBackend>(blas_threads);
+}
+
+}  // namespace leakbound::runtime

@@ -1,0 +1,123 @@
+// EagerSession: the adaptor stack, parameters, and the scope guard behind WithStep/WithForward.
+#include "leakbound/runtime/session.h"
+
+#include <atomic>
+#include <random>
+
+namespace leakbound::runtime {
+namespace {
+std::atomic<std::uint64_t> next_session_id{1};
+}
+
+EagerSession::EagerSession(SessionOptions options)
+    : options_(options),
+      id_(next_session_id.fetch_add(1)),
+      parts_(OpenDevice(options.device, options.cuda_allocator, options.blas_threads)),
+      backend_(parts_.backend.get()),
+      tracking_(options.track_allocations
+                    ? std::make_unique<TrackingAdaptor>(parts_.memory.stats)
+                    : nullptr),
+      session_stats_(tracking_ ? static_cast<MemoryResource*>(tracking_.get())
+                               : static_cast<MemoryResource*>(parts_.memory.stats)),
+      failing_(&session_stats_),
+      top_(&failing_),
+      step_tape_(id_, backend_, top_),
+      forward_tape_(id_, backend_, top_),
+      manual_tape_(id_, backend_, top_) {
+  for (Tape* tape : {&step_tape_, &forward_tape_, &manual_tape_}) {
+    tape->set_leak_workspace_on_end(options.faults.leak_workspace_on_scope_exit);
+    tape->set_skip_release_on_error(options.faults.skip_release_on_error);
+  }
+  forward_tape_.set_outer(&step_tape_);
+}
+
+EagerSession::~EagerSession() {
+  // Tapes first (they hold tape-owned buffers), then parameters; all before the adaptors.
+  manual_tape_.End();
+  forward_tape_.End();
+  step_tape_.End();
+  params_.clear();
+  backend_->Synchronize();
+}
+
+Param& EagerSession::CreateParam(std::string name, const Shape& shape, float scale,
+                                 std::uint64_t seed) {
+  std::vector<float> values(static_cast<std::size_t>(shape.numel()));
+  if (scale != 0.0f) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(-scale, scale);
+    for (float& v : values) v = dist(rng);
+  }
+  return CreateParam(std::move(name), shape, values);
+}
+
+Param& EagerSession::CreateParam(std::string name, const Shape& shape,
+                                 std::span<const float> values) {
+  if (static_cast<std::int64_t>(values.size()) != shape.numel()) {
+    throw ShapeError("CreateParam '" + name + "': shape " + shape.ToString() + " needs " +
+                     std::to_string(shape.numel()) + " values, got " +
+                     std::to_string(values.size()));
+  }
+  const std::size_t bytes = values.size_bytes();
+  AllocationTag tag{id_, 0, "param", Role::kParameter, ScopeKind::kNone};
+  Buffer storage(top_, bytes, tag);
+  tag.role = Role::kParameterGrad;
+  Buffer grad(top_, bytes, tag);
+  backend_->CopyFromHost(storage.data(), values.data(), bytes);
+  backend_->Fill(grad.floats(), 0.0f, shape.numel());
+  return params_.emplace_back(id_, std::move(name), shape, std::move(storage), std::move(grad));
+}
+
+std::vector<Param*> EagerSession::params() {
+  std::vector<Param*> out;
+  for (Param& p : params_) out.push_back(&p);
+  return out;
+}
+
+std::vector<float> EagerSession::ReadParam(const Param& param) {
+  if (param.session_id() != id_) {
+    throw ForeignHandleError("ReadParam: parameter '" + param.name() + "' belongs to session " +
+                             std::to_string(param.session_id()));
+  }
+  std::vector<float> out(static_cast<std::size_t>(param.shape().numel()));
+  backend_->CopyToHost(out.data(), param.data(), param.bytes());
+  return out;
+}
+
+Tape& EagerSession::ManualTape() {
+  if (!manual_tape_.active()) manual_tape_.Begin(NextGeneration(), ScopeKind::kManual, true);
+  return manual_tape_;
+}
+
+void EagerSession::ResetManualTape() { manual_tape_.End(); }
+
+EagerSession::ScopeGuard::ScopeGuard(EagerSession& session, ScopeKind scope)
+    : tape_(nullptr), uncaught_at_entry_(std::uncaught_exceptions()) {
+  if (scope == ScopeKind::kStep) {
+    if (session.step_tape_.active() || session.forward_tape_.active()) {
+      throw ScopeError(session.forward_tape_.active()
+                           ? "WithStep inside WithForward: an inference pass cannot contain a "
+                             "training step"
+                           : "WithStep inside WithStep: steps do not nest; run them one after "
+                             "another");
+    }
+    tape_ = &session.step_tape_;
+    tape_->Begin(session.NextGeneration(), ScopeKind::kStep, true);
+  } else {
+    if (session.forward_tape_.active()) {
+      throw ScopeError("WithForward inside WithForward: inference passes do not nest");
+    }
+    tape_ = &session.forward_tape_;
+    tape_->Begin(session.NextGeneration(), ScopeKind::kForward, false);
+  }
+}
+
+EagerSession::ScopeGuard::~ScopeGuard() {
+  if (std::uncaught_exceptions() > uncaught_at_entry_) {
+    tape_->EndAfterError();
+  } else {
+    tape_->End();
+  }
+}
+
+}  // namespace leakbound::runtime

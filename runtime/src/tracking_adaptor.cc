@@ -1,0 +1,70 @@
+// Tracking adaptor: a map of outstanding allocations under one mutex.
+#include "leakbound/runtime/tracking_adaptor.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace leakbound::runtime {
+
+void* TrackingAdaptor::DoAllocate(std::size_t bytes, const AllocationTag& tag) {
+  void* p = upstream_->Allocate(bytes, tag);
+  try {
+    std::lock_guard lock(mutex_);
+    outstanding_.emplace(p, OutstandingAllocation{p, bytes, tag, sequence_++});
+  } catch (...) {  // the map could not grow: do not leak the upstream allocation
+    upstream_->Deallocate(p, bytes);
+    throw;
+  }
+  return p;
+}
+
+void TrackingAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    outstanding_.erase(ptr);
+  }
+  upstream_->Deallocate(ptr, bytes);
+}
+
+std::size_t TrackingAdaptor::outstanding_count() const {
+  std::lock_guard lock(mutex_);
+  return outstanding_.size();
+}
+
+std::vector<OutstandingAllocation> TrackingAdaptor::Outstanding() const {
+  std::vector<OutstandingAllocation> out;
+  {
+    std::lock_guard lock(mutex_);
+    out.reserve(outstanding_.size());
+    for (const auto& [ptr, record] : outstanding_) out.push_back(record);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.sequence < b.sequence; });
+  return out;
+}
+
+std::vector<OutstandingGroup> TrackingAdaptor::OutstandingByTag() const {
+  std::map<std::tuple<std::string, Role, ScopeKind>, OutstandingGroup> groups;
+  for (const OutstandingAllocation& a : Outstanding()) {
+    auto key = std::make_tuple(std::string(a.tag.op), a.tag.role, a.tag.scope);
+    auto [it, inserted] = groups.try_emplace(key);
+    OutstandingGroup& g = it->second;
+    if (inserted) {
+      g.op = a.tag.op;
+      g.role = a.tag.role;
+      g.scope = a.tag.scope;
+      g.oldest_step = g.newest_step = a.tag.step;
+    }
+    g.bytes += a.bytes;
+    g.allocations += 1;
+    g.oldest_step = std::min(g.oldest_step, a.tag.step);
+    g.newest_step = std::max(g.newest_step, a.tag.step);
+  }
+  std::vector<OutstandingGroup> out;
+  for (auto& [key, g] : groups) out.push_back(std::move(g));
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  return out;
+}
+
+}  // namespace leakbound::runtime

@@ -1,0 +1,163 @@
+// The memory layer: exact statistics (also under threads), nested scopes, tracking with tags,
+// fault injection, host alignment.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "leakbound/runtime/buffer.h"
+#include "leakbound/runtime/failing_adaptor.h"
+#include "leakbound/runtime/statistics_adaptor.h"
+#include "leakbound/runtime/tracking_adaptor.h"
+
+namespace leakbound::runtime {
+namespace {
+
+TEST(HostResource, Returns64ByteAlignedMemoryEvenForZeroBytes) {
+  HostResource host;
+  for (std::size_t bytes : {0u, 1u, 63u, 64u, 1000u}) {
+    void* p = host.Allocate(bytes);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+    host.Deallocate(p, bytes);
+  }
+}
+
+TEST(StatisticsAdaptor, CountsExactly) {
+  HostResource host;
+  StatisticsAdaptor stats(&host);
+  {
+    Buffer a(&stats, 100, {});
+    Buffer b(&stats, 28, {});
+    const MemoryStats s = stats.Snapshot();
+    EXPECT_EQ(s.live_bytes, 128);
+    EXPECT_EQ(s.live_allocations, 2);
+    EXPECT_EQ(s.peak_bytes, 128);
+    EXPECT_EQ(s.allocation_count, 2);
+    EXPECT_EQ(s.free_count, 0);
+  }
+  Buffer c(&stats, 10, {});
+  const MemoryStats s = stats.Snapshot();
+  EXPECT_EQ(s.live_bytes, 10);
+  EXPECT_EQ(s.live_allocations, 1);
+  EXPECT_EQ(s.peak_bytes, 128);
+  EXPECT_EQ(s.allocation_count, 3);
+  EXPECT_EQ(s.free_count, 2);
+  EXPECT_EQ(s.total_bytes_allocated, 138);
+  stats.ResetPeak();
+  EXPECT_EQ(stats.Snapshot().peak_bytes, 10);
+}
+
+TEST(StatisticsAdaptor, NestedScopesMeasureTheirRegionOnly) {
+  HostResource host;
+  StatisticsAdaptor stats(&host);
+  Buffer before(&stats, 1000, {});
+  stats.PushScope();
+  Buffer outer(&stats, 100, {});
+  stats.PushScope();
+  { Buffer spike(&stats, 50, {}); }
+  Buffer inner(&stats, 7, {});
+  const MemoryStats inner_delta = stats.PopScope();
+  EXPECT_EQ(inner_delta.live_bytes, 7);
+  EXPECT_EQ(inner_delta.peak_bytes, 50);
+  EXPECT_EQ(inner_delta.allocation_count, 2);
+  EXPECT_EQ(inner_delta.free_count, 1);
+  const MemoryStats outer_delta = stats.PopScope();
+  EXPECT_EQ(outer_delta.live_bytes, 107);
+  EXPECT_EQ(outer_delta.peak_bytes, 150);
+  EXPECT_EQ(outer_delta.allocation_count, 3);
+  EXPECT_THROW(stats.PopScope(), std::logic_error);
+}
+
+TEST(StatisticsAdaptor, CountersStayExactUnderEightThreads) {
+  HostResource host;
+  StatisticsAdaptor stats(&host);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&stats, t] {
+      std::vector<Buffer> held;
+      for (int i = 0; i < 2000; ++i) {
+        held.emplace_back(&stats, static_cast<std::size_t>(8 + t), AllocationTag{});
+        if (held.size() > 16) held.erase(held.begin());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const MemoryStats s = stats.Snapshot();
+  EXPECT_EQ(s.live_bytes, 0);
+  EXPECT_EQ(s.live_allocations, 0);
+  EXPECT_EQ(s.allocation_count, 8 * 2000);
+  EXPECT_EQ(s.free_count, 8 * 2000);
+  std::int64_t total = 0;
+  for (int t = 0; t < 8; ++t) total += 2000 * (8 + t);
+  EXPECT_EQ(s.total_bytes_allocated, total);
+}
+
+TEST(TrackingAdaptor, GroupsOutstandingAllocationsByTag) {
+  HostResource host;
+  TrackingAdaptor tracking(&host);
+  Buffer a(&tracking, 64, AllocationTag{1, 3, "matmul", Role::kValue, ScopeKind::kStep});
+  Buffer b(&tracking, 32, AllocationTag{1, 5, "matmul", Role::kValue, ScopeKind::kStep});
+  Buffer c(&tracking, 16, AllocationTag{1, 4, "layernorm", Role::kWorkspace, ScopeKind::kStep});
+  { Buffer gone(&tracking, 1000, AllocationTag{1, 4, "gone", Role::kUser, ScopeKind::kNone}); }
+  EXPECT_EQ(tracking.outstanding_count(), 3u);
+  const auto groups = tracking.OutstandingByTag();
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].op, "matmul");
+  EXPECT_EQ(groups[0].bytes, 96u);
+  EXPECT_EQ(groups[0].allocations, 2u);
+  EXPECT_EQ(groups[0].oldest_step, 3u);
+  EXPECT_EQ(groups[0].newest_step, 5u);
+  EXPECT_EQ(groups[1].role, Role::kWorkspace);
+  const auto list = tracking.Outstanding();
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].bytes, 64u);  // allocation order
+  EXPECT_EQ(list[2].bytes, 16u);
+}
+
+TEST(FailingAdaptor, FailsTheKthAllocationOnceWithTypedError) {
+  HostResource host;
+  FailingAdaptor failing(&host);
+  failing.FailNthAllocation(3);
+  Buffer a(&failing, 10, {});
+  Buffer b(&failing, 20, {});
+  try {
+    Buffer c(&failing, 30, AllocationTag{0, 0, "matmul", Role::kValue, ScopeKind::kStep});
+    FAIL() << "third allocation should fail";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(e.requested_bytes(), 30u);
+    EXPECT_EQ(e.stats_at_failure().live_bytes, 30);
+    EXPECT_EQ(e.stats_at_failure().live_allocations, 2);
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos);
+  }
+  Buffer d(&failing, 40, {});  // one-shot: the next one succeeds
+  EXPECT_EQ(failing.failures_injected(), 1u);
+  EXPECT_EQ(failing.live_bytes(), 70);
+}
+
+TEST(FailingAdaptor, FailsPastByteLimit) {
+  HostResource host;
+  FailingAdaptor failing(&host);
+  failing.SetByteLimit(100);
+  Buffer a(&failing, 60, {});
+  EXPECT_THROW(Buffer(&failing, 41, {}), OutOfMemoryError);
+  Buffer b(&failing, 40, {});
+  EXPECT_EQ(failing.live_bytes(), 100);
+  failing.Disarm();
+  Buffer c(&failing, 1000, {});
+}
+
+TEST(Stack, FailedAllocationLeavesStatisticsUntouched) {
+  HostResource host;
+  StatisticsAdaptor stats(&host);
+  FailingAdaptor failing(&stats);
+  failing.FailNthAllocation(1);
+  EXPECT_THROW(Buffer(&failing, 10, {}), OutOfMemoryError);
+  const MemoryStats s = stats.Snapshot();
+  EXPECT_EQ(s.allocation_count, 0);
+  EXPECT_EQ(s.live_bytes, 0);
+}
+
+}  // namespace
+}  // namespace leakbound::runtime
