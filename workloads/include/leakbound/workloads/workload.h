@@ -1,0 +1,65 @@
+// Workload: what the harness drives in blocks of steps. Clean workloads must stay leak-bound;
+// the leak zoo plants one labelled leak class each; traps look suspicious but are bounded.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "leakbound/runtime/device.h"
+#include "leakbound/runtime/session.h"
+
+namespace leakbound::workloads {
+
+enum class Kind { kClean, kZoo, kTrap };
+const char* KindName(Kind kind);
+
+struct WorkloadInfo {
+  std::string name;         // CLI name, snake_case: "mlp_sgd", "zoo_slow_leak"
+  std::string description;  // one sentence: what it does (and, for the zoo, what it plants)
+  Kind kind = Kind::kClean;
+  // reports::kPass for clean workloads and traps; the planted class for zoo entries
+  // (reports::kUnboundedGrowth, kNotReturnedToBaseline, kPeakOverBudget, ...).
+  std::string expectation;
+  // The counter that must show the planted leak (zoo), e.g. "runtime.live_bytes" or
+  // "host.heap_bytes"; empty for clean/trap.
+  std::string detected_by;
+  std::optional<double> peak_budget_bytes;  // judged against runtime.peak_bytes when set
+  bool needs_cuda = false;                  // GPU-only entries (skipped on the CPU stub)
+};
+
+struct WorkloadContext {
+  runtime::Device device = runtime::Device::Cpu();
+  int blas_threads = 0;  // passed to SessionOptions
+  std::uint64_t seed = 1;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // Creates sessions, parameters, data. Memory allocated here is part of the workload's
+  // steady state (and must be gone after Teardown).
+  virtual void Setup(const WorkloadContext& context) = 0;
+  // One step; `step` counts from 0 over warm-up and measured blocks. Must be quiesced on return
+  // (any device work synchronised) so probes may sample.
+  virtual void Step(std::int64_t step) = 0;
+  // Destroys everything Setup made (the zoo may "forget" some on purpose).
+  virtual void Teardown() = 0;
+  // Sessions whose tracking adaptors attribute outstanding memory. Valid Setup..Teardown.
+  virtual std::vector<runtime::EagerSession*> Sessions() = 0;
+};
+
+struct Registration {
+  WorkloadInfo info;
+  std::function<std::unique_ptr<Workload>()> make;
+};
+
+// Every workload, clean first, then traps, then the zoo; names unique.
+const std::vector<Registration>& AllWorkloads();
+// nullptr when unknown.
+const Registration* FindWorkload(const std::string& name);
+
+}  // namespace leakbound::workloads
