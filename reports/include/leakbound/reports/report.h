@@ -32,6 +32,9 @@ struct RunMetadata {
   int blocks = 0;            // configured measured blocks
   int steps_per_block = 0;
   int warmup_steps = -1;     // configured warm-up; -1 = auto-detected per workload
+
+  // Every struct compares field by field (NaN != NaN, as for doubles): round-trip tests, diff.
+  bool operator==(const RunMetadata&) const = default;
 };
 
 // One counter sampled at every step of a workload run.
@@ -40,6 +43,8 @@ struct CounterSeries {
   std::string unit;   // "bytes" or "count"
   bool exact = true;  // exact (allocator, ledger) or noisy (RSS, driver)
   std::vector<double> values;  // values[i] = sample after step i (0-based, warm-up included)
+
+  bool operator==(const CounterSeries&) const = default;
 };
 
 struct CounterVerdict {
@@ -51,6 +56,8 @@ struct CounterVerdict {
   double final_value = 0;       // after teardown
   double peak = 0;              // max over the run
   std::string evidence;         // one human sentence
+
+  bool operator==(const CounterVerdict&) const = default;
 };
 
 // What is still outstanding at the end of the measured blocks, grouped by tag.
@@ -62,6 +69,8 @@ struct Attribution {
   std::uint64_t allocations = 0;
   std::int64_t oldest_age_steps = 0;
   std::int64_t newest_age_steps = 0;
+
+  bool operator==(const Attribution&) const = default;
 };
 
 struct WorkloadResult {
@@ -87,12 +96,16 @@ struct WorkloadResult {
   std::vector<CounterVerdict> counters;
   std::vector<CounterSeries> series;
   std::vector<Attribution> attribution;
+
+  bool operator==(const WorkloadResult&) const = default;
 };
 
 struct BenchmarkFigure {
   std::string name;
   double value = 0;
   std::string unit;
+
+  bool operator==(const BenchmarkFigure&) const = default;
 };
 
 struct Report {
@@ -100,6 +113,8 @@ struct Report {
   RunMetadata meta;
   std::vector<WorkloadResult> workloads;
   std::vector<BenchmarkFigure> benchmarks;
+
+  bool operator==(const Report&) const = default;
 };
 
 }  // namespace leakbound::reports

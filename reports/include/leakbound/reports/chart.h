@@ -1,0 +1,57 @@
+// Inline SVG line charts of counter series for the HTML report: human tick labels, warm-up
+// shaded, block boundaries dashed, the baseline dotted. Long series are downsampled with min/max
+// per bucket so that a one-step spike in 100,000 samples stays visible.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "leakbound/reports/report.h"
+
+namespace leakbound::reports {
+
+struct ChartPoint {
+  double step = 0;   // sample index (x)
+  double value = 0;  // y
+  bool operator==(const ChartPoint&) const = default;
+};
+
+// At most `max_points` points (>= 2) that keep the extremes: the series is cut into
+// max_points / 2 buckets of consecutive samples and each bucket contributes its minimum and its
+// maximum, in step order (one point when they coincide). Short series come back whole.
+// Non-finite samples ("not measured") are skipped.
+std::vector<ChartPoint> DownsampleMinMax(const std::vector<double>& values,
+                                         std::size_t max_points = 600);
+
+// An axis: its range and round tick values ("nice" 1-2-5 steps in the display unit).
+struct Axis {
+  double low = 0;
+  double high = 1;
+  std::vector<double> ticks;
+  std::vector<std::string> labels;  // one per tick
+};
+
+// Y axis for values in [low, high] in `unit` ("bytes": binary units, labels like "1.5 MiB";
+// anything else: counts, labels like "12.5k"). A constant or single value gets a visible range
+// around it. About `target_ticks` ticks.
+Axis ValueAxis(double low, double high, const std::string& unit, int target_ticks = 5);
+
+// X axis over sample indices [0, last_step] with integer ticks.
+Axis StepAxis(double last_step, int target_ticks = 6);
+
+// What a chart shows besides the series itself.
+struct ChartContext {
+  int warmup_steps = 0;                 // samples [0, warmup_steps) are shaded
+  std::vector<int> block_ends;          // last sample index of each measured block
+  std::optional<double> baseline;       // dotted horizontal line ("before setup")
+  int width = 560;                      // SVG user units; the chart scales with its container
+  int height = 220;
+};
+
+// One self-contained <svg> element. Empty or all-"not measured" series render a small
+// placeholder that says so.
+std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& context);
+
+}  // namespace leakbound::reports

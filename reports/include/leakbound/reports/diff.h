@@ -1,0 +1,77 @@
+// Metric-by-metric comparison of a fresh report against a baseline, with tolerances, for CI:
+// `leakbound diff` prints DiffResult::markdown and exits non-zero when DiffResult::regression.
+// Memory figures are exact counters, so their tolerance is tight; step time is noisy, so its
+// tolerance is loose and it never fails a run on small jitter.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "leakbound/reports/report.h"
+#include "leakbound/reports/report_error.h"
+
+namespace leakbound::reports {
+
+// A metric change counts only when it is larger than max(relative * |base|, absolute): the
+// relative part scales with the workload, the absolute part ignores changes too small to matter.
+struct DiffTolerance {
+  // Steady live bytes, peak bytes and allocations per step: exact allocator figures, so any
+  // change past 5% is a real change in what the runtime keeps or allocates.
+  double relative = 0.05;
+  // Byte floor for steady live and peak. 0: with exact counters, growth from 0 B is a change
+  // worth seeing (e.g. a workload that now keeps something alive across steps).
+  double absolute_bytes = 0;
+  // Floor for allocations per step (a count).
+  double absolute_allocations = 0;
+  // Step time (median over measured steps) is wall-clock and noisy on shared CI machines: only
+  // a slowdown past +50% and past 1 us counts.
+  double step_time_relative = 0.5;
+  double step_time_absolute_ns = 1000;
+};
+
+enum class DiffStatus {
+  kUnchanged,    // equal or within tolerance
+  kRegression,   // worse past tolerance, a verdict that got worse, or a workload gone missing
+  kImprovement,  // better past tolerance, or a verdict that got better
+  kNote,         // worth reading but not a regression: new workload, a changed schedule, ...
+  kNotMeasured,  // a side is null ("not measured"): nothing to compare
+};
+
+// One line of the diff table.
+struct DiffRow {
+  std::string workload;
+  std::string metric;  // "steady live", "peak", "allocs/step", "step time", "verdict", ...
+  std::optional<double> base_value;  // numeric metrics only
+  std::optional<double> new_value;
+  std::string base_text;  // as printed ("1.50 MiB", "PASS (met)")
+  std::string new_text;
+  std::string delta_text;    // "+102.40 KiB", "-" for non-numeric rows
+  std::string percent_text;  // "+10.0%", "n/a" when the base is 0
+  DiffStatus status = DiffStatus::kUnchanged;
+  std::string reason;  // why the status, for regression/improvement/note rows
+};
+
+struct DiffResult {
+  std::string markdown;  // verdict line, list of regressions, full table
+  bool regression = false;
+  int regressions = 0;   // rows with DiffStatus::kRegression
+  int improvements = 0;  // rows with DiffStatus::kImprovement
+  int notes = 0;         // rows with DiffStatus::kNote
+  std::vector<DiffRow> rows;
+};
+
+// Compares workloads by name. Rules:
+//   - steady live bytes, peak bytes, allocations per step: worse past `relative`/`absolute_*`
+//     is a regression, better past it an improvement;
+//   - step time: same, with `step_time_relative`/`step_time_absolute_ns`;
+//   - verdicts, first rule that applies: a met expectation that became unmet is a regression and
+//     the reverse an improvement (a zoo entry going from PASS to its planted class is fixed
+//     detection); PASS that became anything else is a regression; any other change is a note;
+//   - a workload in `base` but not in `fresh` is a regression; one only in `fresh` is a note.
+// Throws ReportError kDeviceClassMismatch when meta.device_class differs: figures from different
+// devices are not comparable.
+DiffResult DiffReports(const Report& base, const Report& fresh,
+                       const DiffTolerance& tolerance = DiffTolerance{});
+
+}  // namespace leakbound::reports

@@ -1,0 +1,68 @@
+// Human-readable numbers and labels for the Markdown, HTML and diff renderers: bytes with binary
+// units, counts, durations, deltas, percentages, and how a workload's outcome is named. One place,
+// so every view of a report agrees on how "1.50 MiB" is written and what "missed" means.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "leakbound/reports/report.h"
+
+namespace leakbound::reports {
+
+// Binary units, two decimals from KiB up, whole bytes below: "4 B", "1.50 KiB", "1.50 MiB",
+// "-2.00 GiB". Fractional values under 1 KiB keep one decimal ("12.5 B"). NaN/inf -> "n/a".
+std::string FormatBytes(double bytes);
+
+// "+1.50 MiB" / "-4 B" / "0 B": FormatBytes with an explicit sign, for deltas.
+std::string FormatSignedBytes(double bytes);
+
+// Whole numbers with thousands separators ("1,234,567"), others with two decimals ("12.50").
+std::string FormatCount(double count);
+
+// "+12" / "-0.50" / "0": FormatCount with an explicit sign.
+std::string FormatSignedCount(double count);
+
+// Nanoseconds as "850 ns", "12.3 us", "4.56 ms", "1.23 s" (three significant digits).
+std::string FormatDuration(double nanoseconds);
+
+// Signed nanoseconds: "+1.20 ms".
+std::string FormatSignedDuration(double nanoseconds);
+
+// A ratio as a signed percentage with one decimal: 0.1 -> "+10.0%", -0.023 -> "-2.3%".
+std::string FormatSignedPercent(double ratio);
+
+// Axis labels: the unit a set of byte values should share ("B", "KiB", "MiB", ...) chosen from the
+// largest magnitude, and a value written in that unit with at most 3 significant decimals and no
+// trailing zeros: FormatBytesInUnit(1572864, "MiB") -> "1.5 MiB".
+const char* ByteUnitFor(double largest_magnitude);
+std::string FormatBytesInUnit(double bytes, const char* unit);
+
+// Compact count for axis labels: 950 -> "950", 12500 -> "12.5k", 3000000 -> "3M".
+std::string FormatCountCompact(double count);
+
+// A value in a series unit: "bytes" -> FormatBytes, "ns" -> FormatDuration, else FormatCount.
+std::string FormatInUnit(double value, std::string_view unit);
+
+// The unit of counter `counter` in `workload`: its series' unit when there is one, else "bytes"
+// for names ending in "bytes", else "count".
+std::string CounterUnit(const WorkloadResult& workload, std::string_view counter);
+
+// How a workload's verdict relates to its expectation; decides badge colours and which workloads
+// get a detail section.
+enum class Outcome {
+  kPassed,             // verdict PASS, as expected (clean and trap workloads)
+  kExpectedDetection,  // a zoo entry whose planted leak was found: the harness works
+  kMissed,             // the expectation was not met: a real leak, a false positive or a miss
+};
+Outcome WorkloadOutcome(const WorkloadResult& workload);
+std::string_view OutcomeLabel(Outcome outcome);  // "passed", "expected detection", "MISSED"
+
+// Counters flagged on a workload that should have passed (clean/trap): the number of counter
+// verdicts that are not PASS, at least 1 when the workload verdict itself is not PASS. 0 for zoo.
+int FalsePositives(const WorkloadResult& workload);
+
+// Age range of outstanding allocations: "7" or "3-12" (newest-oldest, in steps).
+std::string FormatAgeSteps(const Attribution& row);
+
+}  // namespace leakbound::reports

@@ -1,0 +1,51 @@
+// JSON (de)serialisation of a Report (schema: docs/report-schema.md) and atomic file writes.
+// Reading is strict and total: any input, however broken, yields a Report or a ReportError that
+// names the file, the JSON path and what to do; it never crashes or reads out of bounds.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "leakbound/reports/report.h"
+#include "leakbound/reports/report_error.h"
+
+namespace leakbound::reports {
+
+// The report as a JSON value. Field names are the struct field names; numbers that are not
+// finite (NaN, +-inf: "not measured") become null.
+nlohmann::json ToJson(const Report& report);
+
+// The report as text, ready to commit as a baseline: objects indented by two spaces, arrays of
+// numbers or strings (series values, block ends) kept on one line so that a series of thousands
+// of samples stays one compact array. Keys appear in the struct's field order. Ends with '\n'.
+std::string ReportToText(const Report& report);
+
+// Reads a report from a JSON value. Throws ReportError:
+//   kSchemaVersion  schema_version is not kSchemaVersion,
+//   kMissingField   a required field is absent or has the wrong type (message names the path).
+// Unknown fields are ignored (a newer writer may add optional fields within one version).
+// `source_name` is used in error messages only (a file name, "stdin", ...).
+Report ReportFromJson(const nlohmann::json& json, std::string_view source_name = "report");
+
+// Parses report text. In addition to ReportFromJson's errors, throws ReportError
+//   kTruncated  the text is empty or ends before the JSON document is complete,
+//   kMalformed  any other JSON syntax error (message gives line and column).
+Report ParseReport(std::string_view text, std::string_view source_name);
+
+// Reads and parses a report file; kIo when the file cannot be opened or read.
+Report LoadReport(const std::filesystem::path& path);
+
+// Writes `contents` to `path` so that readers see either the old file or the complete new one:
+// writes a temporary file in the same folder, fsyncs it, renames it over `path`, then fsyncs the
+// folder. On any failure the temporary file is removed, an existing `path` is left untouched and
+// ReportError kIo is thrown (naming the path, the failed step and the system's reason).
+// The new file gets mode 0644.
+void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents);
+
+// WriteFileAtomically(path, ReportToText(report)).
+void WriteReportAtomically(const Report& report, const std::filesystem::path& path);
+
+}  // namespace leakbound::reports

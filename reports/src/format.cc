@@ -1,0 +1,201 @@
+// Human-readable numbers (see format.h).
+
+#include "leakbound/reports/format.h"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+namespace leakbound::reports {
+namespace {
+
+constexpr std::array<const char*, 7> kByteUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+
+std::string Printf(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+// "%.3g"-like but never in exponent form and without trailing zeros: 1.50 -> "1.5", 2.0 -> "2".
+std::string Trimmed(double value, int decimals) {
+  std::string text = Printf(("%." + std::to_string(decimals) + "f").c_str(), value);
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  if (text == "-0") text = "0";
+  return text;
+}
+
+std::string WithSign(double value, const std::string& formatted) {
+  if (value > 0) return "+" + formatted;
+  return formatted;  // negative values carry their own '-'; zero stays unsigned
+}
+
+std::string GroupThousands(long long value) {
+  const bool negative = value < 0;
+  // Two's complement magnitude: correct for LLONG_MIN too.
+  const unsigned long long magnitude =
+      negative ? 0ULL - static_cast<unsigned long long>(value) : static_cast<unsigned long long>(value);
+  const std::string digits = std::to_string(magnitude);
+  std::string grouped;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  return negative ? "-" + grouped : grouped;
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  if (!std::isfinite(bytes)) return "n/a";
+  const double magnitude = std::fabs(bytes);
+  if (magnitude < 1024) {
+    if (bytes == std::floor(bytes)) return Printf("%.0f B", bytes);
+    return Printf("%.1f B", bytes);
+  }
+  std::size_t unit = 0;
+  double scaled = bytes;
+  while (std::fabs(scaled) >= 1024 && unit + 1 < kByteUnits.size()) {
+    scaled /= 1024;
+    ++unit;
+  }
+  // 1023.999 KiB would print as "1024.00 KiB": move to the next unit instead.
+  if (std::fabs(scaled) >= 1023.995 && unit + 1 < kByteUnits.size()) {
+    scaled /= 1024;
+    ++unit;
+  }
+  return Printf("%.2f", scaled) + " " + kByteUnits[unit];
+}
+
+std::string FormatSignedBytes(double bytes) { return WithSign(bytes, FormatBytes(bytes)); }
+
+std::string FormatCount(double count) {
+  if (!std::isfinite(count)) return "n/a";
+  if (count == std::floor(count) && std::fabs(count) < 9.0e18) {
+    return GroupThousands(static_cast<long long>(count));
+  }
+  return Printf("%.2f", count);
+}
+
+std::string FormatSignedCount(double count) { return WithSign(count, FormatCount(count)); }
+
+std::string FormatDuration(double nanoseconds) {
+  if (!std::isfinite(nanoseconds)) return "n/a";
+  const double magnitude = std::fabs(nanoseconds);
+  struct Scale {
+    double divisor;
+    const char* unit;
+  };
+  static constexpr std::array<Scale, 4> kScales = {
+      Scale{1e9, "s"}, Scale{1e6, "ms"}, Scale{1e3, "us"}, Scale{1, "ns"}};
+  for (const Scale& scale : kScales) {
+    if (magnitude >= scale.divisor * 0.9995 || scale.divisor == 1) {
+      const double scaled = nanoseconds / scale.divisor;
+      const double scaled_magnitude = std::fabs(scaled);
+      const char* format = scale.divisor == 1         ? "%.0f"
+                           : scaled_magnitude >= 99.95 ? "%.0f"
+                           : scaled_magnitude >= 9.995 ? "%.1f"
+                                                       : "%.2f";
+      return Printf(format, scaled) + " " + scale.unit;
+    }
+  }
+  return "n/a";  // unreachable: the last scale always matches
+}
+
+std::string FormatSignedDuration(double nanoseconds) {
+  return WithSign(nanoseconds, FormatDuration(nanoseconds));
+}
+
+std::string FormatSignedPercent(double ratio) {
+  if (!std::isfinite(ratio)) return "n/a";
+  std::string text = Printf("%.1f", ratio * 100);
+  if (text == "-0.0") text = "0.0";
+  return (ratio * 100 >= 0.05 ? "+" : "") + text + "%";
+}
+
+const char* ByteUnitFor(double largest_magnitude) {
+  std::size_t unit = 0;
+  double scaled = std::fabs(largest_magnitude);
+  while (std::isfinite(scaled) && scaled >= 1024 && unit + 1 < kByteUnits.size()) {
+    scaled /= 1024;
+    ++unit;
+  }
+  return kByteUnits[unit];
+}
+
+std::string FormatBytesInUnit(double bytes, const char* unit) {
+  if (!std::isfinite(bytes)) return "n/a";
+  double scaled = bytes;
+  for (const char* candidate : kByteUnits) {
+    if (std::strcmp(candidate, unit) == 0) break;
+    scaled /= 1024;
+  }
+  return Trimmed(scaled, 3) + " " + unit;
+}
+
+std::string FormatCountCompact(double count) {
+  if (!std::isfinite(count)) return "n/a";
+  const double magnitude = std::fabs(count);
+  if (magnitude >= 1e9) return Trimmed(count / 1e9, 2) + "G";
+  if (magnitude >= 1e6) return Trimmed(count / 1e6, 2) + "M";
+  if (magnitude >= 1e4) return Trimmed(count / 1e3, 2) + "k";
+  return Trimmed(count, 3);
+}
+
+std::string FormatInUnit(double value, std::string_view unit) {
+  if (unit == "bytes") return FormatBytes(value);
+  if (unit == "ns") return FormatDuration(value);
+  return FormatCount(value);
+}
+
+std::string CounterUnit(const WorkloadResult& workload, std::string_view counter) {
+  for (const CounterSeries& series : workload.series) {
+    if (series.name == counter) return series.unit;
+  }
+  constexpr std::string_view kBytesSuffix = "bytes";
+  if (counter.size() >= kBytesSuffix.size() &&
+      counter.substr(counter.size() - kBytesSuffix.size()) == kBytesSuffix) {
+    return "bytes";
+  }
+  return "count";
+}
+
+Outcome WorkloadOutcome(const WorkloadResult& workload) {
+  if (!workload.met_expectation) return Outcome::kMissed;
+  if (workload.verdict == kPass) return Outcome::kPassed;
+  return Outcome::kExpectedDetection;
+}
+
+std::string_view OutcomeLabel(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kPassed:
+      return "passed";
+    case Outcome::kExpectedDetection:
+      return "expected detection";
+    case Outcome::kMissed:
+      return "MISSED";
+  }
+  return "unknown";
+}
+
+int FalsePositives(const WorkloadResult& workload) {
+  if (workload.kind == "zoo") return 0;
+  int flagged = 0;
+  for (const CounterVerdict& counter : workload.counters) {
+    if (counter.verdict != kPass) ++flagged;
+  }
+  if (flagged == 0 && workload.verdict != kPass) flagged = 1;
+  return flagged;
+}
+
+std::string FormatAgeSteps(const Attribution& row) {
+  if (row.oldest_age_steps == row.newest_age_steps) return std::to_string(row.oldest_age_steps);
+  return std::to_string(row.newest_age_steps) + "-" + std::to_string(row.oldest_age_steps);
+}
+
+}  // namespace leakbound::reports

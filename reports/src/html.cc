@@ -1,0 +1,336 @@
+// Self-contained HTML rendering of a Report (see html.h). Layout: metadata, summary table, one
+// card per workload (charts left, tables right on wide screens, stacked on narrow ones).
+// A Content-Security-Policy meta tag forbids scripts and remote loads as a second line of defence
+// behind escaping.
+
+#include "leakbound/reports/html.h"
+
+#include <string>
+#include <vector>
+
+#include "leakbound/reports/chart.h"
+#include "leakbound/reports/format.h"
+
+namespace leakbound::reports {
+namespace {
+
+constexpr const char* kStyle = R"css(
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 24px 32px 48px; background: #f8fafc; color: #111827;
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+h1 { font-size: 22px; margin: 0 0 12px; }
+h2 { font-size: 17px; margin: 0; word-break: break-all; }
+h3 { font-size: 13px; margin: 14px 0 6px; color: #374151; text-transform: uppercase; letter-spacing: .04em; }
+code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+table { border-collapse: collapse; background: #fff; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #e5e7eb; text-align: left; vertical-align: top; }
+th { background: #f3f4f6; font-weight: 600; font-size: 12.5px; color: #374151; white-space: nowrap; }
+td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+.meta { margin-bottom: 16px; background: none; }
+.meta th { background: none; border: none; padding: 2px 16px 2px 0; color: #6b7280; font-weight: 500; }
+.meta td { border: none; padding: 2px 0; }
+.result { margin: 0 0 18px; padding: 10px 14px; border-radius: 6px; font-weight: 600; }
+.result.ok { background: #dcfce7; color: #14532d; }
+.result.bad { background: #fee2e2; color: #7f1d1d; }
+.summary { width: 100%; border: 1px solid #e5e7eb; }
+.summary a { color: #1d4ed8; text-decoration: none; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px;
+  font-weight: 600; white-space: nowrap; border: 1px solid transparent; }
+.badge.pass { background: #dcfce7; color: #166534; border-color: #86efac; }
+.badge.expected { background: #fef3c7; color: #92400e; border-color: #fcd34d; }
+.badge.missed { background: #fee2e2; color: #991b1b; border-color: #fca5a5; }
+.chip { display: inline-block; padding: 0 7px; border-radius: 4px; background: #e5e7eb;
+  color: #374151; font-size: 12px; }
+.card { background: #fff; border: 1px solid #e5e7eb; border-left: 5px solid #22c55e;
+  border-radius: 8px; padding: 16px 20px; margin: 0 0 20px; }
+.card.expected { border-left-color: #f59e0b; }
+.card.missed { border-left-color: #ef4444; }
+.card header { display: flex; flex-wrap: wrap; align-items: center; gap: 10px; margin-bottom: 6px; }
+.card .expect { color: #6b7280; font-size: 13px; }
+.desc { color: #4b5563; margin: 4px 0; }
+.evidence { margin: 8px 0; padding: 8px 12px; background: #f9fafb; border-left: 3px solid #d1d5db; }
+.facts { display: flex; flex-wrap: wrap; gap: 2px 18px; color: #374151; font-size: 13px; margin: 8px 0 4px; }
+.facts span { white-space: nowrap; }
+.scroll { overflow-x: auto; margin-bottom: 28px; }
+.body { display: grid; grid-template-columns: minmax(0, 1fr); gap: 8px 28px; }
+@media (min-width: 1100px) { .body { grid-template-columns: minmax(0, 560px) minmax(0, 1fr); } }
+.tables { min-width: 0; overflow-x: auto; }
+figure { margin: 10px 0 0; }
+figcaption { font-size: 13px; margin-bottom: 2px; }
+figcaption .unit { color: #6b7280; margin-left: 6px; }
+svg.chart { max-width: 100%; height: auto; display: block; background: #fff; }
+.legend { color: #6b7280; font-size: 12px; margin-top: 4px; }
+.tables table { width: 100%; }
+.tables td.evidence-row { color: #6b7280; font-size: 12.5px; padding-top: 0; border-bottom: 1px solid #e5e7eb; }
+.tables tr.has-evidence td { border-bottom: none; }
+.none { color: #6b7280; font-style: italic; }
+footer { margin-top: 32px; color: #9ca3af; font-size: 12px; }
+)css";
+
+std::string BadgeClass(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kPassed:
+      return "pass";
+    case Outcome::kExpectedDetection:
+      return "expected";
+    case Outcome::kMissed:
+      return "missed";
+  }
+  return "missed";
+}
+
+std::string Badge(const std::string& css_class, const std::string& text) {
+  return "<span class=\"badge " + css_class + "\">" + EscapeHtml(text) + "</span>";
+}
+
+// A counter's own verdict: green when it passed; amber when the workload is an expected zoo
+// detection (the flag is the point of the entry); red otherwise.
+std::string CounterBadge(const WorkloadResult& workload, const CounterVerdict& counter) {
+  if (counter.verdict == kPass) return Badge("pass", counter.verdict);
+  return Badge(WorkloadOutcome(workload) == Outcome::kExpectedDetection ? "expected" : "missed",
+               counter.verdict);
+}
+
+std::string Cell(const std::string& escaped, bool numeric = false) {
+  return numeric ? "<td class=\"num\">" + escaped + "</td>" : "<td>" + escaped + "</td>";
+}
+
+std::string HeaderRow(const std::vector<std::string>& titles,
+                      const std::vector<bool>& numeric = {}) {
+  std::string row = "<tr>";
+  for (std::size_t i = 0; i < titles.size(); ++i) {
+    const bool is_numeric = i < numeric.size() && numeric[i];
+    row += is_numeric ? "<th class=\"num\">" : "<th>";
+    row += titles[i] + "</th>";
+  }
+  return row + "</tr>";
+}
+
+void AppendMetadata(const Report& report, std::string& out) {
+  const RunMetadata& meta = report.meta;
+  const auto row = [&out](const char* title, const std::string& escaped_value) {
+    out += "<tr><th>" + std::string(title) + "</th><td>" + escaped_value + "</td></tr>";
+  };
+  out += "<h1>leakbound report</h1><table class=\"meta\">";
+  row("Device", EscapeHtml(meta.device) + " <span class=\"chip\">" +
+                    EscapeHtml(meta.device_class) + "</span>");
+  row("Commit", "<code>" + EscapeHtml(meta.commit) + "</code>");
+  row("Compiler", EscapeHtml(meta.compiler));
+  row("Build type", EscapeHtml(meta.build_type));
+  row("Schedule", std::to_string(meta.blocks) + " blocks &times; " +
+                      std::to_string(meta.steps_per_block) + " steps, warm-up " +
+                      (meta.warmup_steps < 0 ? std::string("auto-detected")
+                                             : std::to_string(meta.warmup_steps) + " steps"));
+  row("Host", EscapeHtml(meta.hostname));
+  row("Started", EscapeHtml(meta.started_at) + " (wall " +
+                     EscapeHtml(FormatDuration(meta.wall_seconds * 1e9)) + ")");
+  row("leakbound", EscapeHtml(meta.tool_version) + ", report schema " +
+                       std::to_string(report.schema_version));
+  out += "</table>";
+
+  int missed = 0;
+  for (const WorkloadResult& workload : report.workloads) missed += workload.met_expectation ? 0 : 1;
+  const std::string total = std::to_string(report.workloads.size());
+  if (missed == 0) {
+    out += "<p class=\"result ok\">All " + total + " workloads met their expectation.</p>";
+  } else {
+    out += "<p class=\"result bad\">" + std::to_string(missed) + " of " + total +
+           " workloads did not meet their expectation.</p>";
+  }
+}
+
+void AppendSummary(const Report& report, std::string& out) {
+  out += "<div class=\"scroll\"><table class=\"summary\">";
+  out += HeaderRow({"Workload", "Kind", "Expectation", "Verdict", "Met?", "Steady live", "Peak",
+                    "Allocs/step", "Step time"},
+                   {false, false, false, false, false, true, true, true, true});
+  for (std::size_t i = 0; i < report.workloads.size(); ++i) {
+    const WorkloadResult& workload = report.workloads[i];
+    out += "<tr>";
+    out += Cell("<a href=\"#w" + std::to_string(i) + "\"><code>" + EscapeHtml(workload.name) +
+                "</code></a>");
+    out += Cell(EscapeHtml(workload.kind));
+    out += Cell(EscapeHtml(workload.expectation));
+    out += Cell(Badge(BadgeClass(WorkloadOutcome(workload)), workload.verdict));
+    out += Cell(workload.met_expectation ? "yes" : "<strong>no</strong>");
+    out += Cell(EscapeHtml(FormatBytes(workload.steady_live_bytes)), true);
+    out += Cell(EscapeHtml(FormatBytes(workload.peak_bytes)), true);
+    out += Cell(EscapeHtml(FormatCount(workload.allocations_per_step)), true);
+    out += Cell(EscapeHtml(FormatDuration(workload.step_time_ns)), true);
+    out += "</tr>";
+  }
+  out += "</table></div>";
+}
+
+void AppendCounterTable(const WorkloadResult& workload, std::string& out) {
+  out += "<h3>Counter verdicts</h3>";
+  if (workload.counters.empty()) {
+    out += "<p class=\"none\">No counter verdicts recorded.</p>";
+    return;
+  }
+  out += "<table>";
+  // Counter and verdict share a cell: the table must fit beside the charts.
+  out += HeaderRow({"Counter / verdict", "Slope/step", "Bound", "Baseline", "Final", "Peak"},
+                   {false, true, true, true, true, true});
+  for (const CounterVerdict& counter : workload.counters) {
+    const std::string unit = CounterUnit(workload, counter.counter);
+    const bool has_evidence = !counter.evidence.empty();
+    out += has_evidence ? "<tr class=\"has-evidence\">" : "<tr>";
+    out += Cell("<code>" + EscapeHtml(counter.counter) + "</code><br>" +
+                CounterBadge(workload, counter));
+    for (double value : {counter.slope_per_step, counter.slope_bound, counter.baseline,
+                         counter.final_value, counter.peak}) {
+      out += Cell(EscapeHtml(FormatInUnit(value, unit)), true);
+    }
+    out += "</tr>";
+    if (has_evidence) {
+      out += "<tr><td class=\"evidence-row\" colspan=\"6\">" + EscapeHtml(counter.evidence) +
+             "</td></tr>";
+    }
+  }
+  out += "</table>";
+}
+
+void AppendAttributionTable(const WorkloadResult& workload, std::string& out) {
+  out += "<h3>Outstanding at the last block end</h3>";
+  if (workload.attribution.empty()) {
+    out += "<p class=\"none\">Nothing attributed as outstanding.</p>";
+    return;
+  }
+  out += "<table>";
+  out += HeaderRow({"Op", "Role", "Scope", "Bytes", "Allocations", "Age (steps)"},
+                   {false, false, false, true, true, true});
+  for (const Attribution& row : workload.attribution) {
+    out += "<tr>";
+    out += Cell("<code>" + EscapeHtml(row.op) + "</code>");
+    out += Cell(EscapeHtml(row.role));
+    out += Cell(EscapeHtml(row.scope));
+    out += Cell(EscapeHtml(FormatBytes(static_cast<double>(row.bytes))), true);
+    out += Cell(EscapeHtml(FormatCount(static_cast<double>(row.allocations))), true);
+    out += Cell(EscapeHtml(FormatAgeSteps(row)), true);
+    out += "</tr>";
+  }
+  out += "</table>";
+}
+
+void AppendCharts(const WorkloadResult& workload, std::string& out) {
+  if (workload.series.empty()) {
+    out += "<p class=\"none\">No counter series recorded.</p>";
+    return;
+  }
+  for (const CounterSeries& series : workload.series) {
+    ChartContext context;
+    context.warmup_steps = workload.warmup_steps;
+    context.block_ends = workload.block_ends;
+    const CounterVerdict* verdict = nullptr;
+    for (const CounterVerdict& counter : workload.counters) {
+      if (counter.counter == series.name) verdict = &counter;
+    }
+    if (verdict != nullptr) context.baseline = verdict->baseline;
+    out += "<figure><figcaption><code>" + EscapeHtml(series.name) + "</code><span class=\"unit\">" +
+           EscapeHtml(series.unit) + (series.exact ? ", exact" : ", noisy") + ", " +
+           std::to_string(series.values.size()) +
+           (series.values.size() == 1 ? " sample" : " samples") + "</span> ";
+    if (verdict != nullptr) out += CounterBadge(workload, *verdict);
+    out += "</figcaption>" + RenderSeriesSvg(series, context) + "</figure>";
+  }
+  out += "<p class=\"legend\">Shaded: warm-up. Dashed: block boundaries. Dotted: baseline before "
+         "setup. Series over 600 samples show each bucket's minimum and maximum.</p>";
+}
+
+void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& out) {
+  const Outcome outcome = WorkloadOutcome(workload);
+  out += "<section class=\"card " + BadgeClass(outcome) + "\" id=\"w" + std::to_string(index) +
+         "\"><header><h2><code>" + EscapeHtml(workload.name) + "</code></h2><span class=\"chip\">" +
+         EscapeHtml(workload.kind) + "</span>" + Badge(BadgeClass(outcome), workload.verdict) +
+         "<span class=\"expect\">expected " + EscapeHtml(workload.expectation) + " &middot; " +
+         EscapeHtml(std::string(OutcomeLabel(outcome))) + "</span></header>";
+  if (!workload.description.empty()) {
+    out += "<p class=\"desc\">" + EscapeHtml(workload.description) + "</p>";
+  }
+  out += "<p class=\"evidence\">" +
+         (workload.evidence.empty() ? std::string("<span class=\"none\">No evidence recorded.</span>")
+                                    : EscapeHtml(workload.evidence)) +
+         "</p>";
+  out += "<div class=\"facts\"><span>steady live <b>" +
+         EscapeHtml(FormatBytes(workload.steady_live_bytes)) + "</b></span><span>peak <b>" +
+         EscapeHtml(FormatBytes(workload.peak_bytes)) + "</b></span><span>baseline <b>" +
+         EscapeHtml(FormatBytes(workload.baseline_live_bytes)) + "</b></span><span>final <b>" +
+         EscapeHtml(FormatBytes(workload.final_live_bytes)) + "</b></span><span>allocs/step <b>" +
+         EscapeHtml(FormatCount(workload.allocations_per_step)) + "</b></span><span>step <b>" +
+         EscapeHtml(FormatDuration(workload.step_time_ns)) + "</b></span><span>probe <b>" +
+         EscapeHtml(FormatDuration(workload.probe_time_ns)) + "</b></span><span>warm-up " +
+         std::to_string(workload.warmup_steps) + " steps, " + std::to_string(workload.blocks) +
+         " blocks &times; " + std::to_string(workload.steps_per_block) + " steps</span></div>";
+  out += "<div class=\"body\"><div class=\"charts\">";
+  AppendCharts(workload, out);
+  out += "</div><div class=\"tables\">";
+  AppendCounterTable(workload, out);
+  AppendAttributionTable(workload, out);
+  out += "</div></div></section>";
+}
+
+void AppendBenchmarks(const Report& report, std::string& out) {
+  if (report.benchmarks.empty()) return;
+  out += "<h3>Benchmarks</h3><div class=\"scroll\"><table class=\"summary\">" +
+         HeaderRow({"Figure", "Value", "Unit"}, {false, true, false});
+  for (const BenchmarkFigure& figure : report.benchmarks) {
+    out += "<tr>" + Cell("<code>" + EscapeHtml(figure.name) + "</code>") +
+           Cell(EscapeHtml(FormatInUnit(figure.value, figure.unit)), true) +
+           Cell(EscapeHtml(figure.unit)) + "</tr>";
+  }
+  out += "</table></div>";
+}
+
+}  // namespace
+
+std::string EscapeHtml(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string RenderHtml(const Report& report) {
+  std::string out;
+  out.reserve(64 * 1024);
+  out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+         "style-src 'unsafe-inline'; img-src data:\">";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  out += "<title>leakbound report: " + EscapeHtml(report.meta.device_class) + " " +
+         EscapeHtml(report.meta.commit) + "</title><style>" + kStyle + "</style></head><body>\n";
+  AppendMetadata(report, out);
+  AppendSummary(report, out);
+  for (std::size_t i = 0; i < report.workloads.size(); ++i) {
+    AppendCard(report.workloads[i], i, out);
+    out += "\n";
+  }
+  AppendBenchmarks(report, out);
+  out += "<footer>Generated by leakbound " + EscapeHtml(report.meta.tool_version) +
+         ". Self-contained: no scripts, no network.</footer></body></html>\n";
+  return out;
+}
+
+}  // namespace leakbound::reports

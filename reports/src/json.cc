@@ -1,0 +1,644 @@
+// JSON (de)serialisation of a Report and atomic file writes (see json.h).
+// The reader walks the document with a FieldReader that knows the JSON path of every value, so
+// every error says where it is; it checks each type before it reads, so no input can throw
+// nlohmann's own exceptions or reach undefined behaviour.
+
+#include "leakbound/reports/json.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <system_error>
+#include <utility>
+
+namespace leakbound::reports {
+namespace {
+
+constexpr std::string_view kRegenerateHint = "regenerate it with `leakbound run`";
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+// Non-finite numbers are "not measured": JSON has no NaN or infinity, so they are written as null.
+template <typename Json>
+Json Number(double value) {
+  if (!std::isfinite(value)) return Json(nullptr);
+  return Json(value);
+}
+
+template <typename Json>
+Json NumberArray(const std::vector<double>& values) {
+  Json array = Json::array();
+  array.template get_ref<typename Json::array_t&>().reserve(values.size());
+  for (double value : values) array.push_back(Number<Json>(value));
+  return array;
+}
+
+template <typename Json>
+Json MetaToJson(const RunMetadata& meta) {
+  Json json = Json::object();
+  json["tool_version"] = meta.tool_version;
+  json["commit"] = meta.commit;
+  json["compiler"] = meta.compiler;
+  json["build_type"] = meta.build_type;
+  json["device"] = meta.device;
+  json["device_class"] = meta.device_class;
+  json["hostname"] = meta.hostname;
+  json["started_at"] = meta.started_at;
+  json["wall_seconds"] = Number<Json>(meta.wall_seconds);
+  json["blocks"] = meta.blocks;
+  json["steps_per_block"] = meta.steps_per_block;
+  json["warmup_steps"] = meta.warmup_steps;
+  return json;
+}
+
+template <typename Json>
+Json WorkloadToJson(const WorkloadResult& workload) {
+  Json json = Json::object();
+  json["name"] = workload.name;
+  json["description"] = workload.description;
+  json["kind"] = workload.kind;
+  json["expectation"] = workload.expectation;
+  json["verdict"] = workload.verdict;
+  json["met_expectation"] = workload.met_expectation;
+  json["evidence"] = workload.evidence;
+  json["warmup_steps"] = workload.warmup_steps;
+  json["blocks"] = workload.blocks;
+  json["steps_per_block"] = workload.steps_per_block;
+  json["block_ends"] = workload.block_ends;
+  json["baseline_live_bytes"] = Number<Json>(workload.baseline_live_bytes);
+  json["steady_live_bytes"] = Number<Json>(workload.steady_live_bytes);
+  json["final_live_bytes"] = Number<Json>(workload.final_live_bytes);
+  json["peak_bytes"] = Number<Json>(workload.peak_bytes);
+  json["allocations_per_step"] = Number<Json>(workload.allocations_per_step);
+  json["step_time_ns"] = Number<Json>(workload.step_time_ns);
+  json["probe_time_ns"] = Number<Json>(workload.probe_time_ns);
+  Json counters = Json::array();
+  for (const CounterVerdict& counter : workload.counters) {
+    Json entry = Json::object();
+    entry["counter"] = counter.counter;
+    entry["verdict"] = counter.verdict;
+    entry["slope_per_step"] = Number<Json>(counter.slope_per_step);
+    entry["slope_bound"] = Number<Json>(counter.slope_bound);
+    entry["baseline"] = Number<Json>(counter.baseline);
+    entry["final_value"] = Number<Json>(counter.final_value);
+    entry["peak"] = Number<Json>(counter.peak);
+    entry["evidence"] = counter.evidence;
+    counters.push_back(std::move(entry));
+  }
+  json["counters"] = std::move(counters);
+  Json attribution = Json::array();
+  for (const Attribution& row : workload.attribution) {
+    Json entry = Json::object();
+    entry["op"] = row.op;
+    entry["role"] = row.role;
+    entry["scope"] = row.scope;
+    entry["bytes"] = row.bytes;
+    entry["allocations"] = row.allocations;
+    entry["oldest_age_steps"] = row.oldest_age_steps;
+    entry["newest_age_steps"] = row.newest_age_steps;
+    attribution.push_back(std::move(entry));
+  }
+  json["attribution"] = std::move(attribution);
+  // Series last: they are by far the largest part of a report.
+  Json series = Json::array();
+  for (const CounterSeries& one : workload.series) {
+    Json entry = Json::object();
+    entry["name"] = one.name;
+    entry["unit"] = one.unit;
+    entry["exact"] = one.exact;
+    entry["values"] = NumberArray<Json>(one.values);
+    series.push_back(std::move(entry));
+  }
+  json["series"] = std::move(series);
+  return json;
+}
+
+template <typename Json>
+Json BuildJson(const Report& report) {
+  Json json = Json::object();
+  json["schema_version"] = report.schema_version;
+  json["meta"] = MetaToJson<Json>(report.meta);
+  Json workloads = Json::array();
+  for (const WorkloadResult& workload : report.workloads) {
+    workloads.push_back(WorkloadToJson<Json>(workload));
+  }
+  json["workloads"] = std::move(workloads);
+  Json benchmarks = Json::array();
+  for (const BenchmarkFigure& figure : report.benchmarks) {
+    Json entry = Json::object();
+    entry["name"] = figure.name;
+    entry["value"] = Number<Json>(figure.value);
+    entry["unit"] = figure.unit;
+    benchmarks.push_back(std::move(entry));
+  }
+  json["benchmarks"] = std::move(benchmarks);
+  return json;
+}
+
+// Pretty printer that keeps arrays of scalars on one line (nlohmann's dump(2) would give every
+// sample of a series its own line).
+void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::string& out) {
+  const std::string indent(static_cast<std::size_t>(depth + 1) * 2, ' ');
+  const std::string closing_indent(static_cast<std::size_t>(depth) * 2, ' ');
+  if (json.is_object()) {
+    if (json.empty()) {
+      out += "{}";
+      return;
+    }
+    out += "{\n";
+    bool first = true;
+    for (const auto& [key, value] : json.items()) {
+      if (!first) out += ",\n";
+      first = false;
+      out += indent;
+      out += nlohmann::ordered_json(key).dump();
+      out += ": ";
+      AppendCompactPretty(value, depth + 1, out);
+    }
+    out += "\n" + closing_indent + "}";
+    return;
+  }
+  if (json.is_array()) {
+    bool all_scalars = true;
+    for (const auto& element : json) {
+      if (element.is_structured()) {
+        all_scalars = false;
+        break;
+      }
+    }
+    if (all_scalars) {
+      out += json.dump();  // compact: "[1.5,2,3]"
+      return;
+    }
+    out += "[\n";
+    bool first = true;
+    for (const auto& element : json) {
+      if (!first) out += ",\n";
+      first = false;
+      out += indent;
+      AppendCompactPretty(element, depth + 1, out);
+    }
+    out += "\n" + closing_indent + "]";
+    return;
+  }
+  out += json.dump();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+std::string_view JsonTypeName(const nlohmann::json& json) {
+  if (json.is_null()) return "null";
+  if (json.is_boolean()) return "a boolean";
+  if (json.is_number_integer()) return "an integer";
+  if (json.is_number()) return "a number";
+  if (json.is_string()) return "a string";
+  if (json.is_array()) return "an array";
+  if (json.is_object()) return "an object";
+  return "an unsupported JSON value";
+}
+
+// Reads fields of one JSON object, knowing its own JSON path for error messages.
+class FieldReader {
+ public:
+  FieldReader(const nlohmann::json& json, std::string path, std::string_view source)
+      : json_(json), path_(std::move(path)), source_(source) {
+    if (!json_.is_object()) ThrowWrongType(json_, path_, "an object");
+  }
+
+  const std::string& path() const { return path_; }
+
+  std::string String(const char* key) const {
+    const nlohmann::json& value = Require(key);
+    if (!value.is_string()) ThrowWrongType(value, Child(key), "a string");
+    return value.get<std::string>();
+  }
+
+  bool Bool(const char* key) const {
+    const nlohmann::json& value = Require(key);
+    if (!value.is_boolean()) ThrowWrongType(value, Child(key), "a boolean");
+    return value.get<bool>();
+  }
+
+  // Any JSON number; null reads as NaN ("not measured").
+  double Double(const char* key) const { return ToDouble(Require(key), Child(key)); }
+
+  int Int(const char* key) const {
+    const std::int64_t value = Int64(key);
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
+      ThrowOutOfRange(Child(key), "a 32-bit integer");
+    }
+    return static_cast<int>(value);
+  }
+
+  std::int64_t Int64(const char* key) const { return ToInt64(Require(key), Child(key)); }
+
+  std::uint64_t UInt64(const char* key) const {
+    const nlohmann::json& value = Require(key);
+    if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+    if (value.is_number_integer()) {  // signed storage: reject negatives
+      const auto signed_value = value.get<std::int64_t>();
+      if (signed_value < 0) ThrowOutOfRange(Child(key), "a non-negative integer");
+      return static_cast<std::uint64_t>(signed_value);
+    }
+    ThrowWrongType(value, Child(key), "a non-negative integer");
+  }
+
+  std::vector<double> DoubleArray(const char* key) const {
+    const nlohmann::json& array = Array(key);
+    std::vector<double> values;
+    values.reserve(array.size());
+    for (std::size_t i = 0; i < array.size(); ++i) {
+      values.push_back(ToDouble(array[i], Child(key) + "[" + std::to_string(i) + "]"));
+    }
+    return values;
+  }
+
+  std::vector<int> IntArray(const char* key) const {
+    const nlohmann::json& array = Array(key);
+    std::vector<int> values;
+    values.reserve(array.size());
+    for (std::size_t i = 0; i < array.size(); ++i) {
+      const std::string element_path = Child(key) + "[" + std::to_string(i) + "]";
+      const std::int64_t value = ToInt64(array[i], element_path);
+      if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
+        ThrowOutOfRange(element_path, "a 32-bit integer");
+      }
+      values.push_back(static_cast<int>(value));
+    }
+    return values;
+  }
+
+  // Calls read(FieldReader) for every element (each must be an object) of array `key`.
+  template <typename T, typename ReadOne>
+  std::vector<T> ObjectArray(const char* key, ReadOne read_one) const {
+    const nlohmann::json& array = Array(key);
+    std::vector<T> result;
+    result.reserve(array.size());
+    for (std::size_t i = 0; i < array.size(); ++i) {
+      result.push_back(
+          read_one(FieldReader(array[i], Child(key) + "[" + std::to_string(i) + "]", source_)));
+    }
+    return result;
+  }
+
+  FieldReader Object(const char* key) const { return FieldReader(Require(key), Child(key), source_); }
+
+  const nlohmann::json& Require(const char* key) const {
+    const auto it = json_.find(key);
+    if (it == json_.end()) {
+      const std::string path = Child(key);
+      throw ReportError(ReportErrorKind::kMissingField, std::string(source_), path,
+                        std::string(source_) + ": missing required field `" + path +
+                            "`; the report is incomplete or was written by another tool, " +
+                            std::string(kRegenerateHint));
+    }
+    return *it;
+  }
+
+  [[noreturn]] void ThrowWrongType(const nlohmann::json& value, const std::string& path,
+                                   std::string_view expected) const {
+    throw ReportError(ReportErrorKind::kMissingField, std::string(source_), path,
+                      std::string(source_) + ": field `" + path + "` is " +
+                          std::string(JsonTypeName(value)) + ", expected " +
+                          std::string(expected) + "; fix the file or " +
+                          std::string(kRegenerateHint));
+  }
+
+ private:
+  std::string Child(const char* key) const { return path_ + "." + key; }
+
+  const nlohmann::json& Array(const char* key) const {
+    const nlohmann::json& value = Require(key);
+    if (!value.is_array()) ThrowWrongType(value, Child(key), "an array");
+    return value;
+  }
+
+  double ToDouble(const nlohmann::json& value, const std::string& path) const {
+    if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!value.is_number()) ThrowWrongType(value, path, "a number (or null)");
+    return value.get<double>();
+  }
+
+  std::int64_t ToInt64(const nlohmann::json& value, const std::string& path) const {
+    if (value.is_number_unsigned()) {
+      const auto unsigned_value = value.get<std::uint64_t>();
+      if (unsigned_value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        ThrowOutOfRange(path, "a 64-bit signed integer");
+      }
+      return static_cast<std::int64_t>(unsigned_value);
+    }
+    if (value.is_number_integer()) return value.get<std::int64_t>();
+    ThrowWrongType(value, path, "an integer");
+  }
+
+  [[noreturn]] void ThrowOutOfRange(const std::string& path, std::string_view expected) const {
+    throw ReportError(ReportErrorKind::kMissingField, std::string(source_), path,
+                      std::string(source_) + ": field `" + path + "` is out of range, expected " +
+                          std::string(expected) + "; fix the file or " +
+                          std::string(kRegenerateHint));
+  }
+
+  const nlohmann::json& json_;
+  std::string path_;
+  std::string_view source_;
+};
+
+RunMetadata ReadMeta(const FieldReader& in) {
+  RunMetadata meta;
+  meta.tool_version = in.String("tool_version");
+  meta.commit = in.String("commit");
+  meta.compiler = in.String("compiler");
+  meta.build_type = in.String("build_type");
+  meta.device = in.String("device");
+  meta.device_class = in.String("device_class");
+  meta.hostname = in.String("hostname");
+  meta.started_at = in.String("started_at");
+  meta.wall_seconds = in.Double("wall_seconds");
+  meta.blocks = in.Int("blocks");
+  meta.steps_per_block = in.Int("steps_per_block");
+  meta.warmup_steps = in.Int("warmup_steps");
+  return meta;
+}
+
+CounterVerdict ReadCounterVerdict(const FieldReader& in) {
+  CounterVerdict counter;
+  counter.counter = in.String("counter");
+  counter.verdict = in.String("verdict");
+  counter.slope_per_step = in.Double("slope_per_step");
+  counter.slope_bound = in.Double("slope_bound");
+  counter.baseline = in.Double("baseline");
+  counter.final_value = in.Double("final_value");
+  counter.peak = in.Double("peak");
+  counter.evidence = in.String("evidence");
+  return counter;
+}
+
+Attribution ReadAttribution(const FieldReader& in) {
+  Attribution row;
+  row.op = in.String("op");
+  row.role = in.String("role");
+  row.scope = in.String("scope");
+  row.bytes = in.UInt64("bytes");
+  row.allocations = in.UInt64("allocations");
+  row.oldest_age_steps = in.Int64("oldest_age_steps");
+  row.newest_age_steps = in.Int64("newest_age_steps");
+  return row;
+}
+
+CounterSeries ReadSeries(const FieldReader& in) {
+  CounterSeries series;
+  series.name = in.String("name");
+  series.unit = in.String("unit");
+  series.exact = in.Bool("exact");
+  series.values = in.DoubleArray("values");
+  return series;
+}
+
+WorkloadResult ReadWorkload(const FieldReader& in) {
+  WorkloadResult workload;
+  workload.name = in.String("name");
+  workload.description = in.String("description");
+  workload.kind = in.String("kind");
+  workload.expectation = in.String("expectation");
+  workload.verdict = in.String("verdict");
+  workload.met_expectation = in.Bool("met_expectation");
+  workload.evidence = in.String("evidence");
+  workload.warmup_steps = in.Int("warmup_steps");
+  workload.blocks = in.Int("blocks");
+  workload.steps_per_block = in.Int("steps_per_block");
+  workload.block_ends = in.IntArray("block_ends");
+  workload.baseline_live_bytes = in.Double("baseline_live_bytes");
+  workload.steady_live_bytes = in.Double("steady_live_bytes");
+  workload.final_live_bytes = in.Double("final_live_bytes");
+  workload.peak_bytes = in.Double("peak_bytes");
+  workload.allocations_per_step = in.Double("allocations_per_step");
+  workload.step_time_ns = in.Double("step_time_ns");
+  workload.probe_time_ns = in.Double("probe_time_ns");
+  workload.counters = in.ObjectArray<CounterVerdict>("counters", ReadCounterVerdict);
+  workload.attribution = in.ObjectArray<Attribution>("attribution", ReadAttribution);
+  workload.series = in.ObjectArray<CounterSeries>("series", ReadSeries);
+  return workload;
+}
+
+BenchmarkFigure ReadBenchmark(const FieldReader& in) {
+  BenchmarkFigure figure;
+  figure.name = in.String("name");
+  figure.value = in.Double("value");
+  figure.unit = in.String("unit");
+  return figure;
+}
+
+// 1-based line and column of byte offset `offset` in `text`.
+std::pair<std::size_t, std::size_t> LineAndColumn(std::string_view text, std::size_t offset) {
+  std::size_t line = 1;
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// nlohmann's what() without its "[json.exception.parse_error.101] parse error at line 1,
+// column 7: " prefix: the part that says what it saw.
+std::string ParseErrorDetail(const nlohmann::json::parse_error& error) {
+  std::string detail = error.what();
+  const std::size_t colon = detail.find(": ");
+  if (detail.rfind("[json.exception", 0) == 0 && colon != std::string::npos) {
+    detail = detail.substr(colon + 2);
+  }
+  return detail;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+std::string ErrnoText(int error) { return std::error_code(error, std::generic_category()).message(); }
+
+[[noreturn]] void ThrowIo(const std::filesystem::path& path, const std::string& what_failed,
+                          int error, std::string_view remedy) {
+  throw ReportError(ReportErrorKind::kIo, path.string(), "",
+                    path.string() + ": " + what_failed + " (" + ErrnoText(error) + "); " +
+                        std::string(remedy));
+}
+
+// Closes a descriptor and unlinks the temporary file unless Release()d; the failure path of
+// WriteFileAtomically relies on it to leave nothing behind.
+class TempFileGuard {
+ public:
+  TempFileGuard(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  TempFileGuard(const TempFileGuard&) = delete;
+  TempFileGuard& operator=(const TempFileGuard&) = delete;
+  ~TempFileGuard() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+
+  // Closes the descriptor; returns 0 or the errno of close().
+  int Close() {
+    const int result = ::close(fd_);
+    fd_ = -1;
+    return result == 0 ? 0 : errno;
+  }
+  void KeepFile() { path_.clear(); }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+}  // namespace
+
+nlohmann::json ToJson(const Report& report) { return BuildJson<nlohmann::json>(report); }
+
+std::string ReportToText(const Report& report) {
+  std::string out;
+  AppendCompactPretty(BuildJson<nlohmann::ordered_json>(report), 0, out);
+  out += '\n';
+  return out;
+}
+
+Report ReportFromJson(const nlohmann::json& json, std::string_view source_name) {
+  const std::string source(source_name);
+  if (!json.is_object()) {
+    throw ReportError(ReportErrorKind::kMissingField, source, "$",
+                      source + ": the document is " + std::string(JsonTypeName(json)) +
+                          ", expected a report object; check that this is a leakbound report or " +
+                          std::string(kRegenerateHint));
+  }
+  const FieldReader root(json, "$", source);
+  // The version decides how everything else is read, so it is checked first.
+  const std::int64_t version = root.Int64("schema_version");
+  if (version != kSchemaVersion) {
+    const std::string remedy =
+        version > kSchemaVersion
+            ? "use a newer leakbound to read it, or regenerate the baseline with `leakbound run`"
+            : "regenerate the baseline with `leakbound run`";
+    throw ReportError(ReportErrorKind::kSchemaVersion, source, "$.schema_version",
+                      source + ": schema_version " + std::to_string(version) +
+                          " is not supported by this leakbound (reads " +
+                          std::to_string(kSchemaVersion) + "); " + remedy);
+  }
+  Report report;
+  report.schema_version = static_cast<int>(version);
+  report.meta = ReadMeta(root.Object("meta"));
+  report.workloads = root.ObjectArray<WorkloadResult>("workloads", ReadWorkload);
+  report.benchmarks = root.ObjectArray<BenchmarkFigure>("benchmarks", ReadBenchmark);
+  return report;
+}
+
+Report ParseReport(std::string_view text, std::string_view source_name) {
+  const std::string source(source_name);
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    throw ReportError(ReportErrorKind::kTruncated, source, "",
+                      source + ": the file is empty (truncated to 0 bytes of JSON, likely an "
+                               "interrupted write); " + std::string(kRegenerateHint));
+  }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& error) {
+    const auto [line, column] = LineAndColumn(text, error.byte == 0 ? 0 : error.byte - 1);
+    const std::string where = "line " + std::to_string(line) + ", column " + std::to_string(column);
+    // nlohmann reports the byte after the last one read: past the end means "ran out of input".
+    if (error.byte > text.size()) {
+      throw ReportError(ReportErrorKind::kTruncated, source, "",
+                        source + ": truncated: the JSON ends at " + where + " (byte " +
+                            std::to_string(text.size()) +
+                            ") before the document is complete, likely an interrupted write or "
+                            "copy; " + std::string(kRegenerateHint));
+    }
+    throw ReportError(ReportErrorKind::kMalformed, source, "",
+                      source + ": malformed JSON at " + where + ": " + ParseErrorDetail(error) +
+                          "; fix the file or " + std::string(kRegenerateHint));
+  }
+  return ReportFromJson(json, source_name);
+}
+
+Report LoadReport(const std::filesystem::path& path) {
+  constexpr std::string_view kRemedy =
+      "check the path, or create the report with `leakbound run`";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) ThrowIo(path, "cannot open report", errno, kRemedy);
+  std::string contents;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      const int read_error = errno;  // EISDIR for a folder
+      ::close(fd);
+      ThrowIo(path, "cannot read report", read_error, kRemedy);
+    }
+    if (got == 0) break;
+    contents.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
+  return ParseReport(contents, path.string());
+}
+
+void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {
+  constexpr std::string_view kRemedy =
+      "check that the folder exists and is writable and that the disk is not full; any "
+      "previous file is unchanged";
+  const std::filesystem::path folder =
+      path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  // Same folder as the target: rename() is atomic only within one file system.
+  std::string temp_template = (folder / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(temp_template.data());
+  if (fd < 0) ThrowIo(path, "cannot create a temporary file in " + folder.string(), errno, kRemedy);
+  TempFileGuard temp(fd, temp_template);
+
+  const char* data = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t written = ::write(temp.fd(), data, left);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      ThrowIo(path, "cannot write temporary file " + temp.path(), errno, kRemedy);
+    }
+    data += written;
+    left -= static_cast<std::size_t>(written);
+  }
+  if (::fchmod(temp.fd(), 0644) != 0) {
+    ThrowIo(path, "cannot set the mode of temporary file " + temp.path(), errno, kRemedy);
+  }
+  if (::fsync(temp.fd()) != 0) {
+    ThrowIo(path, "cannot fsync temporary file " + temp.path(), errno, kRemedy);
+  }
+  if (const int close_error = temp.Close(); close_error != 0) {
+    ThrowIo(path, "cannot close temporary file " + temp.path(), close_error, kRemedy);
+  }
+  if (::rename(temp.path().c_str(), path.c_str()) != 0) {
+    ThrowIo(path, "cannot rename temporary file " + temp.path() + " over the target", errno,
+            kRemedy);
+  }
+  temp.KeepFile();
+  // Make the rename itself durable. Best effort: the new file is complete and in place already.
+  const int folder_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (folder_fd >= 0) {
+    ::fsync(folder_fd);
+    ::close(folder_fd);
+  }
+}
+
+void WriteReportAtomically(const Report& report, const std::filesystem::path& path) {
+  WriteFileAtomically(path, ReportToText(report));
+}
+
+}  // namespace leakbound::reports

@@ -1,0 +1,157 @@
+// Tests of the SVG chart helpers: min/max downsampling keeps spikes, axes get round ticks with
+// human labels, and degenerate series (1 sample, constant, none) still render something legible.
+
+#include "leakbound/reports/chart.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace leakbound::reports {
+namespace {
+
+std::size_t CountOf(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+// The number of "x,y" pairs in the series polyline.
+std::size_t SeriesPointCount(const std::string& svg) {
+  const std::string marker = "class=\"series\"";
+  const std::size_t series = svg.find(marker);
+  const std::size_t begin = svg.find("points=\"", series) + 8;
+  const std::size_t end = svg.find('"', begin);
+  const std::string points = svg.substr(begin, end - begin);
+  return points.empty() ? 0 : static_cast<std::size_t>(std::count(points.begin(), points.end(), ' ')) + 1;
+}
+
+TEST(ReportChartTest, Downsample_ShortSeries_ComesBackWhole) {
+  const std::vector<ChartPoint> points = DownsampleMinMax({5, 6, 7});
+  EXPECT_EQ(points, (std::vector<ChartPoint>{{0, 5}, {1, 6}, {2, 7}}));
+}
+
+TEST(ReportChartTest, Downsample_LongSeries_KeepsSpikeAndDipWithinBudget) {
+  std::vector<double> values(10000, 100.0);
+  values[7777] = 5000;  // one-sample spike
+  values[1234] = -50;   // one-sample dip
+  const std::vector<ChartPoint> points = DownsampleMinMax(values, 600);
+  EXPECT_LE(points.size(), 600u);
+  EXPECT_GE(points.size(), 300u);
+  EXPECT_NE(std::find(points.begin(), points.end(), ChartPoint{7777, 5000}), points.end());
+  EXPECT_NE(std::find(points.begin(), points.end(), ChartPoint{1234, -50}), points.end());
+  // In step order, first and last samples' buckets represented.
+  EXPECT_TRUE(std::is_sorted(points.begin(), points.end(),
+                             [](const ChartPoint& a, const ChartPoint& b) { return a.step < b.step; }));
+  EXPECT_EQ(points.front().step, 0);
+  EXPECT_GE(points.back().step, 9966);
+}
+
+TEST(ReportChartTest, Downsample_SkipsNotMeasuredSamples) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(DownsampleMinMax({1, nan, 3}), (std::vector<ChartPoint>{{0, 1}, {2, 3}}));
+  EXPECT_TRUE(DownsampleMinMax({nan, nan}).empty());
+}
+
+TEST(ReportChartTest, ValueAxis_BytesGetRoundTicksInOneBinaryUnit) {
+  const Axis axis = ValueAxis(0, 3.0 * 1024 * 1024, "bytes");
+  EXPECT_EQ(axis.labels, (std::vector<std::string>{"0 MiB", "1 MiB", "2 MiB", "3 MiB", "4 MiB"}));
+  EXPECT_EQ(axis.low, 0);
+  EXPECT_EQ(axis.high, 4.0 * 1024 * 1024);
+}
+
+TEST(ReportChartTest, ValueAxis_FractionalStepsKeepNeededDecimals) {
+  const Axis axis = ValueAxis(1.0 * 1024 * 1024, 2.0 * 1024 * 1024, "bytes");
+  EXPECT_EQ(axis.labels,
+            (std::vector<std::string>{"0.8 MiB", "1 MiB", "1.2 MiB", "1.4 MiB", "1.6 MiB",
+                                      "1.8 MiB", "2 MiB", "2.2 MiB"}));
+}
+
+TEST(ReportChartTest, ValueAxis_TinyRangeAtLargeValue_UsesFinerUnit) {
+  const double base = 100.0 * 1024 * 1024;
+  const Axis axis = ValueAxis(base, base + 3, "bytes");
+  ASSERT_GE(axis.labels.size(), 2u);
+  // Labels must differ from each other: they are written in B, not "100 MiB" repeated.
+  EXPECT_NE(axis.labels[0], axis.labels[1]);
+  EXPECT_EQ(axis.labels[0].substr(axis.labels[0].size() - 2), " B");
+}
+
+TEST(ReportChartTest, ValueAxis_ConstantValue_GetsBandAroundIt) {
+  const Axis axis = ValueAxis(256 * 1024, 256 * 1024, "bytes");
+  EXPECT_LT(axis.low, 256 * 1024);
+  EXPECT_GT(axis.high, 256 * 1024);
+  EXPECT_GE(axis.ticks.size(), 3u);
+  std::vector<std::string> unique = axis.labels;
+  std::sort(unique.begin(), unique.end());
+  EXPECT_EQ(std::unique(unique.begin(), unique.end()), unique.end()) << "duplicate tick labels";
+}
+
+TEST(ReportChartTest, ValueAxis_CountsUseThousandsSuffixFrom10k) {
+  EXPECT_EQ(ValueAxis(0, 40000, "count").labels,
+            (std::vector<std::string>{"0k", "10k", "20k", "30k", "40k", "50k"}));
+  EXPECT_EQ(ValueAxis(0, 4, "count").labels,
+            (std::vector<std::string>{"0", "1", "2", "3", "4", "5"}));
+}
+
+TEST(ReportChartTest, StepAxis_IntegerTicksAndSingleSampleCentred) {
+  EXPECT_EQ(StepAxis(209).labels,
+            (std::vector<std::string>{"0", "50", "100", "150", "200"}));
+  const Axis single = StepAxis(0);
+  EXPECT_EQ(single.labels, (std::vector<std::string>{"0"}));
+  EXPECT_LT(single.low, 0);
+  EXPECT_GT(single.high, 0);
+}
+
+TEST(ReportChartTest, RenderSeriesSvg_DrawsWarmupBlocksAndBaseline) {
+  CounterSeries series{"runtime.live_bytes", "bytes", true, std::vector<double>(60, 2048)};
+  ChartContext context;
+  context.warmup_steps = 10;
+  context.block_ends = {29, 49, 59};
+  context.baseline = 0;
+  const std::string svg = RenderSeriesSvg(series, context);
+  EXPECT_EQ(svg.rfind("<svg class=\"chart\"", 0), 0u);
+  EXPECT_EQ(svg.substr(svg.size() - 6), "</svg>");
+  EXPECT_EQ(CountOf(svg, "stroke-dasharray=\"4 3\""), 3u);    // block boundaries
+  EXPECT_EQ(CountOf(svg, "stroke-dasharray=\"1.5 3\""), 1u);  // baseline
+  EXPECT_EQ(CountOf(svg, "fill=\"#f3f4f6\""), 1u);            // warm-up band
+  EXPECT_NE(svg.find(">warm-up</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">baseline</text>"), std::string::npos);
+  EXPECT_EQ(SeriesPointCount(svg), 60u);
+}
+
+TEST(ReportChartTest, RenderSeriesSvg_SingleSample_IsVisibleAsAMarker) {
+  const std::string svg = RenderSeriesSvg({"c", "count", true, {42}}, ChartContext{});
+  EXPECT_EQ(CountOf(svg, "<circle"), 1u);
+  EXPECT_EQ(SeriesPointCount(svg), 1u);
+}
+
+TEST(ReportChartTest, RenderSeriesSvg_LongSeries_IsDownsampled) {
+  std::vector<double> values(20000);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 97);
+  const std::string svg = RenderSeriesSvg({"c", "count", true, values}, ChartContext{});
+  EXPECT_LE(SeriesPointCount(svg), 600u);
+  EXPECT_EQ(CountOf(svg, "<circle"), 0u);
+}
+
+TEST(ReportChartTest, RenderSeriesSvg_EmptyOrAllNull_SaysSo) {
+  EXPECT_NE(RenderSeriesSvg({"c", "count", true, {}}, ChartContext{}).find(">no samples</text>"),
+            std::string::npos);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(RenderSeriesSvg({"c", "count", true, {nan}}, ChartContext{})
+                .find(">not measured (all samples null)</text>"),
+            std::string::npos);
+}
+
+TEST(ReportChartTest, RenderSeriesSvg_OutOfRangeBlockEnds_AreIgnored) {
+  ChartContext context;
+  context.block_ends = {-5, 3, 1000};
+  const std::string svg = RenderSeriesSvg({"c", "count", true, {1, 2, 3, 4, 5}}, context);
+  EXPECT_EQ(CountOf(svg, "stroke-dasharray=\"4 3\""), 1u);
+}
+
+}  // namespace
+}  // namespace leakbound::reports

@@ -1,0 +1,261 @@
+// Tests of DiffReports: tolerances (exact memory figures tight, step time loose), verdict
+// changes, missing/new workloads, device-class mismatch, and the Markdown it prints.
+
+#include "leakbound/reports/diff.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "sample_report.h"
+
+namespace leakbound::reports {
+namespace {
+
+using testing::kMiB;
+
+// The row for (workload, metric); fails the test when absent.
+const DiffRow& Row(const DiffResult& result, const std::string& workload, const std::string& metric) {
+  for (const DiffRow& row : result.rows) {
+    if (row.workload == workload && row.metric == metric) return row;
+  }
+  ADD_FAILURE() << "no row " << workload << " / " << metric;
+  static const DiffRow kNone;
+  return kNone;
+}
+
+WorkloadResult* Find(Report& report, const std::string& name) {
+  for (WorkloadResult& workload : report.workloads) {
+    if (workload.name == name) return &workload;
+  }
+  return nullptr;
+}
+
+TEST(ReportDiffTest, IdenticalReports_NoRegressionNoImprovement) {
+  const Report report = testing::MakeSampleReport();
+  const DiffResult result = DiffReports(report, report, DiffTolerance{});
+  EXPECT_FALSE(result.regression);
+  EXPECT_EQ(result.regressions, 0);
+  EXPECT_EQ(result.improvements, 0);
+  EXPECT_EQ(result.notes, 0);
+  // Five workloads x (verdict + 4 metrics).
+  EXPECT_EQ(result.rows.size(), 25u);
+  for (const DiffRow& row : result.rows) EXPECT_EQ(row.status, DiffStatus::kUnchanged) << row.metric;
+  EXPECT_EQ(result.markdown.rfind("**OK**: 0 regressions, 0 improvements, 0 notes (base 4598ec4 -> "
+                                  "new 4598ec4, device class cpu).\n",
+                                  0),
+            0u)
+      << result.markdown;
+}
+
+TEST(ReportDiffTest, PeakUpTenPercent_IsARegressionWithExactRow) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->peak_bytes = 2 * kMiB * 1.10;
+  const DiffResult result = DiffReports(base, fresh, DiffTolerance{});
+  EXPECT_TRUE(result.regression);
+  EXPECT_EQ(result.regressions, 1);
+  const DiffRow& row = Row(result, "mlp_sgd", "peak");
+  EXPECT_EQ(row.status, DiffStatus::kRegression);
+  EXPECT_EQ(row.base_text, "2.00 MiB");
+  EXPECT_EQ(row.new_text, "2.20 MiB");
+  EXPECT_EQ(row.delta_text, "+204.80 KiB");
+  EXPECT_EQ(row.percent_text, "+10.0%");
+  EXPECT_NE(result.markdown.find("| mlp_sgd | peak | 2.00 MiB | 2.20 MiB | +204.80 KiB | +10.0% | "
+                                 "**REGRESSION** (grew past tolerance 5%) |\n"),
+            std::string::npos)
+      << result.markdown;
+  EXPECT_EQ(result.markdown.rfind("**REGRESSION**: 1 regression, 0 improvements, 0 notes", 0), 0u);
+  EXPECT_NE(result.markdown.find("Regressions:\n\n- mlp_sgd: peak 2.00 MiB -> 2.20 MiB (+10.0%), "
+                                 "grew past tolerance 5%\n"),
+            std::string::npos);
+}
+
+TEST(ReportDiffTest, PeakUpTwoPercent_WithinFivePercentTolerance_IsNotARegression) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->peak_bytes = 2 * kMiB * 1.02;
+  Find(fresh, "mlp_sgd")->steady_live_bytes = 1.5 * kMiB * 0.98;
+  const DiffResult result = DiffReports(base, fresh, DiffTolerance{});
+  EXPECT_FALSE(result.regression);
+  EXPECT_EQ(Row(result, "mlp_sgd", "peak").status, DiffStatus::kUnchanged);
+  EXPECT_EQ(Row(result, "mlp_sgd", "peak").percent_text, "+2.0%");
+  EXPECT_EQ(Row(result, "mlp_sgd", "steady live").status, DiffStatus::kUnchanged);
+}
+
+TEST(ReportDiffTest, ExactlyAtTolerance_IsAccepted_JustPastIsNot) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->allocations_per_step = 12 + 0.6;  // 5% of 12
+  EXPECT_FALSE(DiffReports(base, fresh).regression);
+  Find(fresh, "mlp_sgd")->allocations_per_step = 13;
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_EQ(Row(result, "mlp_sgd", "allocs/step").status, DiffStatus::kRegression);
+  EXPECT_EQ(Row(result, "mlp_sgd", "allocs/step").delta_text, "+1");
+}
+
+TEST(ReportDiffTest, SteadyLiveDownPastTolerance_IsAnImprovement) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->steady_live_bytes = 1 * kMiB;
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_FALSE(result.regression);
+  EXPECT_EQ(result.improvements, 1);
+  EXPECT_EQ(Row(result, "mlp_sgd", "steady live").status, DiffStatus::kImprovement);
+  EXPECT_EQ(Row(result, "mlp_sgd", "steady live").percent_text, "-33.3%");
+}
+
+TEST(ReportDiffTest, GrowthFromZeroBytes_IsARegressionUnlessUnderAbsoluteFloor) {
+  Report base = testing::MakeSampleReport();
+  Find(base, "mlp_sgd")->steady_live_bytes = 0;
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->steady_live_bytes = 512;
+  EXPECT_EQ(Row(DiffReports(base, fresh), "mlp_sgd", "steady live").status, DiffStatus::kRegression);
+  EXPECT_EQ(Row(DiffReports(base, fresh), "mlp_sgd", "steady live").percent_text, "n/a");
+  DiffTolerance tolerance;
+  tolerance.absolute_bytes = 1024;
+  EXPECT_EQ(Row(DiffReports(base, fresh, tolerance), "mlp_sgd", "steady live").status,
+            DiffStatus::kUnchanged);
+}
+
+TEST(ReportDiffTest, StepTimeNoiseWithinLooseTolerance_IsNotARegression) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->step_time_ns = 1.2e6 * 1.4;  // +40%: noisy CI, under 50%
+  const DiffResult result = DiffReports(base, fresh, DiffTolerance{});
+  EXPECT_FALSE(result.regression);
+  EXPECT_EQ(Row(result, "mlp_sgd", "step time").status, DiffStatus::kUnchanged);
+  EXPECT_EQ(Row(result, "mlp_sgd", "step time").percent_text, "+40.0%");
+}
+
+TEST(ReportDiffTest, StepTimeDoubling_IsARegression) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->step_time_ns = 2.4e6;
+  const DiffResult result = DiffReports(base, fresh, DiffTolerance{});
+  EXPECT_TRUE(result.regression);
+  EXPECT_EQ(Row(result, "mlp_sgd", "step time").status, DiffStatus::kRegression);
+  EXPECT_EQ(Row(result, "mlp_sgd", "step time").delta_text, "+1.20 ms");
+}
+
+TEST(ReportDiffTest, StepTimeUnderAbsoluteFloor_IsNotARegression) {
+  Report base = testing::MakeSampleReport();
+  Find(base, "mlp_sgd")->step_time_ns = 400;
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->step_time_ns = 900;  // +125% but only 500 ns
+  EXPECT_EQ(Row(DiffReports(base, fresh), "mlp_sgd", "step time").status, DiffStatus::kUnchanged);
+}
+
+TEST(ReportDiffTest, VerdictFlipFromPass_IsARegression) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  WorkloadResult& workload = *Find(fresh, "mlp_sgd");
+  workload.verdict = kUnboundedGrowth;
+  workload.met_expectation = false;
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_TRUE(result.regression);
+  const DiffRow& row = Row(result, "mlp_sgd", "verdict");
+  EXPECT_EQ(row.status, DiffStatus::kRegression);
+  EXPECT_EQ(row.base_text, "PASS (met)");
+  EXPECT_EQ(row.new_text, "unbounded-growth (expectation missed)");
+  EXPECT_EQ(row.reason, "met its expectation (PASS) before, misses it now");
+}
+
+TEST(ReportDiffTest, PassToOtherClassWithoutMetChange_IsStillARegression) {
+  // A zoo entry that was missed (PASS) and is now misclassified: both unmet, still PASS -> other.
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "zoo_cached_workspace")->verdict = kPeakOverBudget;
+  const DiffResult result = DiffReports(base, fresh);
+  const DiffRow& row = Row(result, "zoo_cached_workspace", "verdict");
+  EXPECT_EQ(row.status, DiffStatus::kRegression);
+  EXPECT_EQ(row.reason, "was PASS, now peak-over-budget");
+}
+
+TEST(ReportDiffTest, ZooDetectionLost_IsARegression_AndRegainedIsAnImprovement) {
+  const Report with_detection = testing::MakeSampleReport();
+  Report without = with_detection;
+  Find(without, "zoo_loss_history")->verdict = kPass;
+  Find(without, "zoo_loss_history")->met_expectation = false;
+  EXPECT_EQ(Row(DiffReports(with_detection, without), "zoo_loss_history", "verdict").status,
+            DiffStatus::kRegression);
+  const DiffResult regained = DiffReports(without, with_detection);
+  EXPECT_EQ(Row(regained, "zoo_loss_history", "verdict").status, DiffStatus::kImprovement);
+  EXPECT_FALSE(regained.regression);
+  EXPECT_EQ(regained.improvements, 1);
+}
+
+TEST(ReportDiffTest, OtherVerdictChange_IsANote) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "stress_transformer_block")->verdict = kUnboundedGrowth;  // unmet -> unmet
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_FALSE(result.regression);
+  EXPECT_EQ(result.notes, 1);
+  EXPECT_EQ(Row(result, "stress_transformer_block", "verdict").status, DiffStatus::kNote);
+}
+
+TEST(ReportDiffTest, MissingWorkload_IsARegression_NewWorkloadIsANote) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  fresh.workloads.erase(fresh.workloads.begin() + 3);  // trap_param_reuse gone
+  fresh.workloads.push_back(testing::MakeCleanWorkload("conv_adam"));
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_TRUE(result.regression);
+  EXPECT_EQ(result.regressions, 1);
+  EXPECT_EQ(result.notes, 1);
+  EXPECT_EQ(Row(result, "trap_param_reuse", "workload").status, DiffStatus::kRegression);
+  EXPECT_EQ(Row(result, "trap_param_reuse", "workload").new_text, "missing");
+  EXPECT_EQ(Row(result, "conv_adam", "workload").status, DiffStatus::kNote);
+  EXPECT_EQ(Row(result, "conv_adam", "workload").base_text, "absent");
+}
+
+TEST(ReportDiffTest, ChangedSchedule_IsANote) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->blocks = 8;
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_FALSE(result.regression);
+  EXPECT_EQ(Row(result, "mlp_sgd", "schedule").base_text, "10 warm-up + 4 x 50 steps");
+  EXPECT_EQ(Row(result, "mlp_sgd", "schedule").new_text, "10 warm-up + 8 x 50 steps");
+}
+
+TEST(ReportDiffTest, NotMeasuredMetric_IsNeitherRegressionNorImprovement) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->step_time_ns = std::numeric_limits<double>::quiet_NaN();
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_FALSE(result.regression);
+  EXPECT_EQ(Row(result, "mlp_sgd", "step time").status, DiffStatus::kNotMeasured);
+}
+
+TEST(ReportDiffTest, DeviceClassMismatch_ThrowsNamingBothClasses) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  fresh.meta.device_class = "h200";
+  fresh.meta.device = "cuda:0 NVIDIA H200";
+  try {
+    DiffReports(base, fresh, DiffTolerance{});
+    FAIL() << "expected ReportError";
+  } catch (const ReportError& error) {
+    EXPECT_EQ(error.kind(), ReportErrorKind::kDeviceClassMismatch);
+    EXPECT_EQ(std::string(error.what()),
+              "diff: cannot compare reports from different device classes: base is \"cpu\" "
+              "(cpu (CPU stub)), new is \"h200\" (cuda:0 NVIDIA H200); diff against the baseline "
+              "under baselines/h200/ or rerun on a cpu machine");
+  }
+}
+
+TEST(ReportDiffTest, Markdown_EscapesWorkloadNames) {
+  Report base = testing::MakeSampleReport();
+  base.workloads[0].name = "a|b<i>";
+  Report fresh = base;
+  base.workloads[0].peak_bytes = 1;  // force a listed regression row too
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_EQ(result.markdown.find("a|b<i>"), std::string::npos);
+  EXPECT_NE(result.markdown.find("| a\\|b\\<i\\> | peak |"), std::string::npos) << result.markdown;
+}
+
+}  // namespace
+}  // namespace leakbound::reports

@@ -1,0 +1,124 @@
+// Tests of the HTML renderer: self-contained (no scripts, no network), every report string
+// escaped, one chart per series, and badge colours that follow the workload outcome.
+
+#include "leakbound/reports/html.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "sample_report.h"
+
+namespace leakbound::reports {
+namespace {
+
+std::size_t CountOf(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+std::string Lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+TEST(ReportHtmlTest, EscapeHtml_EscapesAllFiveSpecialCharacters) {
+  EXPECT_EQ(EscapeHtml("<a href=\"x\">Tom & Jerry's</a>"),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;");
+  EXPECT_EQ(EscapeHtml("plain µ"), "plain µ");
+}
+
+TEST(ReportHtmlTest, HostileStrings_AreEscapedEverywhere) {
+  Report report = testing::MakeSampleReport();
+  const std::string attack = "<script>alert(1)</script>";
+  report.workloads[0].name = attack;
+  report.workloads[0].description = "\"><img src=x onerror=alert(2)>";
+  report.workloads[0].evidence = attack;
+  report.workloads[0].series[0].name = "\"><script>alert(3)</script>";  // lands in aria-label
+  report.workloads[0].counters[0].evidence = attack;
+  report.workloads[1].attribution[0].op = attack;
+  report.meta.commit = "</title><script>alert(4)</script>";
+  report.meta.device_class = "</style><script>alert(5)</script>";
+  report.benchmarks[0].name = attack;
+
+  const std::string html = RenderHtml(report);
+  const std::string lower = Lowercase(html);
+  EXPECT_EQ(lower.find("<script"), std::string::npos);
+  EXPECT_EQ(lower.find("<img"), std::string::npos);
+  // The page title plus one <title> per chart: the commit's "</title>" was escaped.
+  EXPECT_EQ(CountOf(html, "</title>"), 1u + CountOf(html, "<svg class=\"chart\""));
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"&quot;&gt;&lt;script&gt;alert(3)&lt;/script&gt; over steps\""),
+            std::string::npos);
+  EXPECT_EQ(CountOf(html, "</style>"), 1u);  // only the real one
+}
+
+TEST(ReportHtmlTest, Page_IsSelfContained) {
+  const std::string html = RenderHtml(testing::MakeSampleReport());
+  const std::string lower = Lowercase(html);
+  EXPECT_EQ(lower.rfind("<!doctype html>", 0), 0u);
+  EXPECT_EQ(lower.find("<script"), std::string::npos);
+  EXPECT_EQ(lower.find("<link"), std::string::npos);
+  EXPECT_EQ(lower.find("@import"), std::string::npos);
+  EXPECT_EQ(lower.find("url("), std::string::npos);
+  EXPECT_EQ(lower.find("src="), std::string::npos);
+  EXPECT_EQ(lower.find("@font-face"), std::string::npos);
+  // The only URL is the SVG namespace, which is an identifier, not a fetch.
+  EXPECT_EQ(CountOf(lower, "https:"), 0u);
+  EXPECT_EQ(CountOf(lower, "//"), CountOf(lower, "xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_NE(html.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
+}
+
+TEST(ReportHtmlTest, OneChartPerSeries_AndTheSummaryTable) {
+  const Report report = testing::MakeSampleReport();
+  const std::string html = RenderHtml(report);
+  std::size_t series = 0;
+  for (const WorkloadResult& workload : report.workloads) series += workload.series.size();
+  EXPECT_EQ(CountOf(html, "<svg class=\"chart\""), series);
+  EXPECT_EQ(CountOf(html, "<section class=\"card "), report.workloads.size());
+  EXPECT_NE(html.find("<td><a href=\"#w0\"><code>mlp_sgd</code></a></td><td>clean</td><td>PASS</td>"
+                      "<td><span class=\"badge pass\">PASS</span></td><td>yes</td>"
+                      "<td class=\"num\">1.50 MiB</td><td class=\"num\">2.00 MiB</td>"
+                      "<td class=\"num\">12</td><td class=\"num\">1.20 ms</td>"),
+            std::string::npos);
+}
+
+TEST(ReportHtmlTest, BadgeColours_FollowOutcome) {
+  const std::string html = RenderHtml(testing::MakeSampleReport());
+  EXPECT_NE(html.find("<section class=\"card pass\" id=\"w0\">"), std::string::npos);      // clean
+  EXPECT_NE(html.find("<section class=\"card expected\" id=\"w1\">"), std::string::npos);  // zoo hit
+  EXPECT_NE(html.find("<section class=\"card missed\" id=\"w2\">"), std::string::npos);    // zoo miss
+  EXPECT_NE(html.find("<section class=\"card pass\" id=\"w3\">"), std::string::npos);      // trap
+  EXPECT_NE(html.find("<section class=\"card missed\" id=\"w4\">"), std::string::npos);    // false +
+  EXPECT_NE(html.find("<span class=\"badge expected\">unbounded-growth</span>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"badge missed\">peak-over-budget</span>"), std::string::npos);
+  EXPECT_NE(html.find(".badge.pass { background: #dcfce7"), std::string::npos);
+  EXPECT_NE(html.find(".badge.missed { background: #fee2e2"), std::string::npos);
+  EXPECT_NE(html.find(".badge.expected { background: #fef3c7"), std::string::npos);
+}
+
+TEST(ReportHtmlTest, Cards_ShowEvidenceCounterVerdictsAndAttribution) {
+  const std::string html = RenderHtml(testing::MakeSampleReport());
+  EXPECT_NE(html.find("<p class=\"evidence\">runtime.live_bytes grows 64.00 KiB/step"), std::string::npos);
+  EXPECT_NE(html.find("<td><code>matmul</code></td><td>value</td><td>manual</td>"
+                      "<td class=\"num\">3.00 MiB</td><td class=\"num\">48</td>"
+                      "<td class=\"num\">1-48</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"evidence-row\" colspan=\"6\">Grows 64.00 KiB/step; exact counter, "
+                      "any growth counts.</td>"),
+            std::string::npos);
+}
+
+TEST(ReportHtmlTest, EmptyReport_RendersValidSkeleton) {
+  const std::string html = RenderHtml(Report{});
+  EXPECT_NE(html.find("All 0 workloads met their expectation."), std::string::npos);
+  EXPECT_EQ(html.substr(html.size() - 15), "</body></html>\n");
+}
+
+}  // namespace
+}  // namespace leakbound::reports

@@ -1,0 +1,308 @@
+// Tests of JSON (de)serialisation: exact round trips, compact series, and a clear ReportError
+// (right kind, file name, JSON path) for every kind of broken input.
+
+#include "leakbound/reports/json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "sample_report.h"
+
+namespace leakbound::reports {
+namespace {
+
+using testing::MakeSampleReport;
+
+// Runs `parse` and returns the ReportError it throws; fails the test if it does not throw one.
+template <typename Parse>
+ReportError CatchReportError(Parse parse) {
+  try {
+    parse();
+  } catch (const ReportError& error) {
+    return error;
+  }
+  ADD_FAILURE() << "expected a ReportError";
+  return ReportError(ReportErrorKind::kIo, "", "", "no error thrown");
+}
+
+std::string SampleText() { return ReportToText(MakeSampleReport()); }
+
+TEST(ReportJsonTest, RoundTrip_TextThenParse_GivesEqualReport) {
+  Report report = MakeSampleReport();
+  // Strings that need JSON escaping, extreme integers and awkward doubles.
+  report.workloads[0].evidence = "quote \" backslash \\ newline \n tab \t unicode µ ✓";
+  report.workloads[1].attribution[0].bytes = std::numeric_limits<std::uint64_t>::max();
+  report.workloads[1].attribution[0].oldest_age_steps = std::numeric_limits<std::int64_t>::min();
+  report.workloads[1].attribution[0].newest_age_steps = std::numeric_limits<std::int64_t>::max();
+  report.workloads[0].series[0].values.push_back(0.1 + 0.2);  // needs 17 significant digits
+  report.workloads[0].series[0].values.push_back(-1e-300);
+  report.workloads[0].series[0].values.push_back(1.7976931348623157e308);
+
+  const Report parsed = ParseReport(ReportToText(report), "roundtrip.json");
+
+  EXPECT_EQ(parsed, report);
+  EXPECT_EQ(parsed.workloads[0].series[0].values.back(), 1.7976931348623157e308);
+  EXPECT_EQ(parsed.workloads[1].attribution[0].bytes, std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(ReportJsonTest, RoundTrip_ToJsonThenReportFromJson_GivesEqualReport) {
+  const Report report = MakeSampleReport();
+  EXPECT_EQ(ReportFromJson(ToJson(report)), report);
+}
+
+TEST(ReportJsonTest, RoundTrip_EmptyReport_GivesEqualReport) {
+  const Report empty;
+  EXPECT_EQ(ParseReport(ReportToText(empty), "empty.json"), empty);
+}
+
+TEST(ReportJsonTest, ReportToText_LongSeries_IsOneCompactArrayPerSeries) {
+  const Report report = MakeSampleReport();  // includes two series of 5,000 samples
+  const std::string text = ReportToText(report);
+  std::size_t series_count = 0;
+  std::size_t samples = 0;
+  for (const WorkloadResult& workload : report.workloads) {
+    series_count += workload.series.size();
+    for (const CounterSeries& series : workload.series) samples += series.values.size();
+  }
+  ASSERT_GT(samples, 10000u);
+  // One line per "values" array: far fewer lines than samples.
+  std::size_t values_lines = 0;
+  std::size_t position = 0;
+  while ((position = text.find("\"values\": [", position)) != std::string::npos) {
+    const std::size_t line_end = text.find('\n', position);
+    const std::string line = text.substr(position, line_end - position);
+    EXPECT_EQ(line.back(), ']') << "a values array spans more than one line";
+    ++values_lines;
+    position = line_end;
+  }
+  EXPECT_EQ(values_lines, series_count);
+  EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 600);
+  // The exact one-line form of a short series.
+  EXPECT_NE(text.find("\"values\": [4194304.0]"), std::string::npos);
+}
+
+TEST(ReportJsonTest, ReportToText_StartsWithSchemaVersionAndEndsWithNewline) {
+  const std::string text = SampleText();
+  EXPECT_EQ(text.rfind("{\n  \"schema_version\": 1,\n  \"meta\": {\n    \"tool_version\": \"0.1.0\",", 0),
+            0u);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(ReportJsonTest, NonFiniteNumbers_AreWrittenAsNull_AndReadBackAsNaN) {
+  Report report = MakeSampleReport();
+  report.workloads[0].step_time_ns = std::numeric_limits<double>::quiet_NaN();
+  report.workloads[0].series[0].values = {1, std::numeric_limits<double>::infinity(), 3};
+  const std::string text = ReportToText(report);
+  EXPECT_NE(text.find("\"step_time_ns\": null"), std::string::npos);
+  EXPECT_NE(text.find("\"values\": [1.0,null,3.0]"), std::string::npos);
+
+  const Report parsed = ParseReport(text, "nan.json");
+  EXPECT_TRUE(std::isnan(parsed.workloads[0].step_time_ns));
+  ASSERT_EQ(parsed.workloads[0].series[0].values.size(), 3u);
+  EXPECT_EQ(parsed.workloads[0].series[0].values[0], 1);
+  EXPECT_TRUE(std::isnan(parsed.workloads[0].series[0].values[1]));
+}
+
+TEST(ReportJsonTest, Parse_CutInHalf_ThrowsTruncatedNamingFile) {
+  const std::string text = SampleText();
+  const ReportError error = CatchReportError(
+      [&] { ParseReport(text.substr(0, text.size() / 2), "baselines/cpu/mlp_sgd.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kTruncated);
+  EXPECT_EQ(error.source(), "baselines/cpu/mlp_sgd.json");
+  EXPECT_EQ(std::string(error.what()).rfind("baselines/cpu/mlp_sgd.json: truncated: the JSON ends at line ", 0), 0u)
+      << error.what();
+  EXPECT_NE(std::string(error.what()).find("regenerate it with `leakbound run`"), std::string::npos);
+}
+
+TEST(ReportJsonTest, Parse_CutAtAnyPoint_IsTruncatedNeverMalformedOrCrash) {
+  // Every prefix of a valid report (object, array, string, number, literal cut anywhere) is an
+  // interrupted write, never "malformed". A small report keeps this quick.
+  Report report;
+  report.meta = testing::MakeCpuMetadata();
+  report.workloads = {testing::MakeTrapWorkload("trap")};
+  report.workloads[0].series.resize(1);
+  report.workloads[0].series[0].values.resize(3);
+  report.workloads[0].met_expectation = false;  // a "false" literal to cut too
+  const std::string text = ReportToText(report);
+  for (std::size_t length = 0; length + 2 < text.size(); ++length) {
+    const ReportError error = CatchReportError([&] { ParseReport(text.substr(0, length), "cut.json"); });
+    ASSERT_EQ(error.kind(), ReportErrorKind::kTruncated)
+        << "cut at " << length << ": " << error.what();
+  }
+}
+
+TEST(ReportJsonTest, Parse_Empty_ThrowsTruncated) {
+  const ReportError error = CatchReportError([] { ParseReport(" \n", "empty.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kTruncated);
+  EXPECT_EQ(std::string(error.what()),
+            "empty.json: the file is empty (truncated to 0 bytes of JSON, likely an interrupted "
+            "write); regenerate it with `leakbound run`");
+}
+
+TEST(ReportJsonTest, Parse_SyntaxError_ThrowsMalformedWithLineAndColumn) {
+  const ReportError error =
+      CatchReportError([] { ParseReport("{\n  \"schema_version\": 1,\n  \"meta\": nope\n}", "bad.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kMalformed);
+  EXPECT_EQ(std::string(error.what()).rfind("bad.json: malformed JSON at line 3, column ", 0), 0u)
+      << error.what();
+}
+
+TEST(ReportJsonTest, Parse_TrailingGarbage_ThrowsMalformed) {
+  const ReportError error = CatchReportError([] { ParseReport(SampleText() + "}", "extra.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kMalformed);
+}
+
+TEST(ReportJsonTest, Parse_NewerSchemaVersion_ThrowsSchemaVersionWithExactMessage) {
+  nlohmann::json json = ToJson(MakeSampleReport());
+  json["schema_version"] = 7;
+  const ReportError error =
+      CatchReportError([&] { ParseReport(json.dump(), "baselines/cpu/mlp_sgd.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kSchemaVersion);
+  EXPECT_EQ(error.json_path(), "$.schema_version");
+  EXPECT_EQ(std::string(error.what()),
+            "baselines/cpu/mlp_sgd.json: schema_version 7 is not supported by this leakbound "
+            "(reads 1); use a newer leakbound to read it, or regenerate the baseline with "
+            "`leakbound run`");
+}
+
+TEST(ReportJsonTest, Parse_OlderSchemaVersion_SaysRegenerate) {
+  nlohmann::json json = ToJson(MakeSampleReport());
+  json["schema_version"] = 0;
+  const ReportError error = CatchReportError([&] { ReportFromJson(json, "old.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kSchemaVersion);
+  EXPECT_EQ(std::string(error.what()),
+            "old.json: schema_version 0 is not supported by this leakbound (reads 1); "
+            "regenerate the baseline with `leakbound run`");
+}
+
+TEST(ReportJsonTest, Parse_MissingSchemaVersion_ThrowsMissingField) {
+  nlohmann::json json = ToJson(MakeSampleReport());
+  json.erase("schema_version");
+  const ReportError error = CatchReportError([&] { ReportFromJson(json, "r.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kMissingField);
+  EXPECT_EQ(error.json_path(), "$.schema_version");
+}
+
+TEST(ReportJsonTest, Parse_MissingNestedField_NamesItsJsonPath) {
+  nlohmann::json json = ToJson(MakeSampleReport());
+  json["workloads"][1].erase("verdict");
+  const ReportError error = CatchReportError([&] { ParseReport(json.dump(), "runs/today.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kMissingField);
+  EXPECT_EQ(error.json_path(), "$.workloads[1].verdict");
+  EXPECT_EQ(std::string(error.what()),
+            "runs/today.json: missing required field `$.workloads[1].verdict`; the report is "
+            "incomplete or was written by another tool, regenerate it with `leakbound run`");
+}
+
+TEST(ReportJsonTest, Parse_IllTypedSeriesSample_NamesPathAndTypes) {
+  nlohmann::json json = ToJson(MakeSampleReport());
+  json["workloads"][0]["series"][1]["values"][3] = "12";
+  const ReportError error = CatchReportError([&] { ReportFromJson(json, "r.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kMissingField);
+  EXPECT_EQ(error.json_path(), "$.workloads[0].series[1].values[3]");
+  EXPECT_NE(std::string(error.what()).find("is a string, expected a number (or null)"),
+            std::string::npos)
+      << error.what();
+}
+
+TEST(ReportJsonTest, Parse_IllTypedScalars_AreRejectedWithPath) {
+  struct Case {
+    const char* pointer;  // JSON pointer to overwrite
+    nlohmann::json value;
+    const char* path;
+  };
+  const Case cases[] = {
+      {"/meta/blocks", 4.5, "$.meta.blocks"},
+      {"/meta/blocks", 1e10, "$.meta.blocks"},  // float: not an integer
+      {"/meta/blocks", 5000000000LL, "$.meta.blocks"},  // out of int range
+      {"/meta", nlohmann::json::array(), "$.meta"},
+      {"/workloads", nlohmann::json::object(), "$.workloads"},
+      {"/workloads/0/met_expectation", 1, "$.workloads[0].met_expectation"},
+      {"/workloads/1/attribution/0/bytes", -1, "$.workloads[1].attribution[0].bytes"},
+      {"/workloads/1/attribution/0/oldest_age_steps", 18446744073709551615ULL,
+       "$.workloads[1].attribution[0].oldest_age_steps"},
+      {"/workloads/0/block_ends/0", "59", "$.workloads[0].block_ends[0]"},
+      {"/workloads/2", 17, "$.workloads[2]"},
+      {"/benchmarks/0/name", nullptr, "$.benchmarks[0].name"},
+  };
+  for (const Case& one : cases) {
+    nlohmann::json json = ToJson(MakeSampleReport());
+    json[nlohmann::json::json_pointer(one.pointer)] = one.value;
+    const ReportError error = CatchReportError([&] { ReportFromJson(json, "r.json"); });
+    EXPECT_EQ(error.kind(), ReportErrorKind::kMissingField) << one.pointer;
+    EXPECT_EQ(error.json_path(), one.path) << error.what();
+  }
+}
+
+TEST(ReportJsonTest, Parse_DocumentNotAnObject_ThrowsMissingFieldAtRoot) {
+  const ReportError error = CatchReportError([] { ParseReport("[1, 2]", "list.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kMissingField);
+  EXPECT_EQ(error.json_path(), "$");
+}
+
+TEST(ReportJsonTest, Parse_DeeplyNested_IsAnErrorNotAStackOverflow) {
+  const std::string open(200000, '[');
+  EXPECT_EQ(CatchReportError([&] { ParseReport(open, "deep.json"); }).kind(),
+            ReportErrorKind::kTruncated);
+  EXPECT_EQ(CatchReportError([&] { ParseReport(open + std::string(200000, ']'), "deep.json"); }).kind(),
+            ReportErrorKind::kMissingField);
+}
+
+TEST(ReportJsonTest, Parse_UnknownFields_AreIgnored) {
+  nlohmann::json json = ToJson(MakeSampleReport());
+  json["future_field"] = {{"x", 1}};
+  json["workloads"][0]["another"] = "value";
+  EXPECT_EQ(ReportFromJson(json), MakeSampleReport());
+}
+
+class ReportFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("report_file_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ReportFileTest, LoadReport_FileNotFound_ThrowsIoNamingThePath) {
+  const std::filesystem::path missing = dir_ / "nope.json";
+  const ReportError error = CatchReportError([&] { LoadReport(missing); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kIo);
+  EXPECT_EQ(std::string(error.what()),
+            missing.string() + ": cannot open report (No such file or directory); check the "
+                               "path, or create the report with `leakbound run`");
+}
+
+TEST_F(ReportFileTest, LoadReport_Directory_ThrowsIo) {
+  const ReportError error = CatchReportError([&] { LoadReport(dir_); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kIo);
+  EXPECT_NE(std::string(error.what()).find("Is a directory"), std::string::npos) << error.what();
+}
+
+TEST_F(ReportFileTest, LoadReport_AfterWriteReportAtomically_GivesEqualReport) {
+  const Report report = MakeSampleReport();
+  WriteReportAtomically(report, dir_ / "report.json");
+  EXPECT_EQ(LoadReport(dir_ / "report.json"), report);
+}
+
+TEST_F(ReportFileTest, LoadReport_TruncatedFile_NamesTheFile) {
+  const std::string text = SampleText();
+  const std::filesystem::path path = dir_ / "cut.json";
+  std::ofstream(path, std::ios::binary) << text.substr(0, text.size() / 2);
+  const ReportError error = CatchReportError([&] { LoadReport(path); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kTruncated);
+  EXPECT_EQ(error.source(), path.string());
+  EXPECT_EQ(std::string(error.what()).rfind(path.string() + ": truncated", 0), 0u);
+}
+
+}  // namespace
+}  // namespace leakbound::reports

@@ -1,0 +1,104 @@
+// Tests of the Markdown renderer: exact table rows for the sample report, details only for
+// workloads that need attention, and escaping of hostile names.
+
+#include "leakbound/reports/markdown.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sample_report.h"
+
+namespace leakbound::reports {
+namespace {
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(ReportMarkdownTest, Heading_ShowsRunMetadata) {
+  const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
+  EXPECT_EQ(markdown.rfind("# leakbound report\n\n| Run | Value |\n|---|---|\n", 0), 0u) << markdown;
+  EXPECT_TRUE(Contains(markdown, "| Device | cpu (CPU stub) (class cpu) |\n"));
+  EXPECT_TRUE(Contains(markdown, "| Commit | 4598ec4 |\n"));
+  EXPECT_TRUE(Contains(markdown, "| Compiler | GNU 12.2.0 |\n"));
+  EXPECT_TRUE(Contains(markdown, "| Build type | Release |\n"));
+  EXPECT_TRUE(Contains(markdown, "| Schedule | 4 blocks x 50 steps, warm-up auto-detected |\n"));
+  EXPECT_TRUE(Contains(markdown, "| Started | 2025-01-15T03:12:44Z (wall 12.8 s) |\n"));
+  EXPECT_TRUE(Contains(markdown, "**Result: 2 of 5 workloads did not meet their expectation.**"));
+}
+
+TEST(ReportMarkdownTest, SummaryTable_HasOneExactRowPerWorkload) {
+  const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
+  EXPECT_TRUE(Contains(markdown,
+                       "| Workload | Kind | Expectation | Verdict | Met? | Steady live | Peak | "
+                       "Allocs/step | Step time |\n|---|---|---|---|---|---:|---:|---:|---:|\n"
+                       "| mlp_sgd | clean | PASS | PASS | yes | 1.50 MiB | 2.00 MiB | 12 | "
+                       "1.20 ms |\n"))
+      << markdown;
+  EXPECT_TRUE(Contains(markdown,
+                       "| zoo_loss_history | zoo | unbounded-growth | unbounded-growth | yes | "
+                       "3.81 MiB | 3.81 MiB | 9 | 310 us |\n"));
+  EXPECT_TRUE(Contains(markdown,
+                       "| stress_transformer_block | clean | PASS | peak-over-budget | **NO** | "
+                       "24.00 MiB | 40.00 MiB | 131.25 | 2.50 ms |\n"));
+}
+
+TEST(ReportMarkdownTest, DetectionTable_ComparesPlantedAndDetected) {
+  const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
+  EXPECT_TRUE(Contains(markdown, "| zoo_loss_history | zoo | unbounded-growth | unbounded-growth | detected |\n"));
+  EXPECT_TRUE(Contains(markdown, "| zoo_cached_workspace | zoo | not-returned-to-baseline | PASS | **missed** (no leak found) |\n"));
+  EXPECT_TRUE(Contains(markdown, "| mlp_sgd | clean | none | PASS | 0 false positives |\n"));
+  EXPECT_TRUE(Contains(markdown, "| stress_transformer_block | clean | none | peak-over-budget | **1 false positive** |\n"));
+  EXPECT_TRUE(Contains(markdown,
+                       "Zoo: 1 of 2 planted leaks detected with their class. Clean and trap "
+                       "workloads: 1 false positive in 3 workloads.\n"));
+}
+
+TEST(ReportMarkdownTest, Details_OnlyForWorkloadsThatDidNotPassOrMissed) {
+  const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
+  EXPECT_FALSE(Contains(markdown, "### mlp_sgd"));
+  EXPECT_FALSE(Contains(markdown, "### trap_param_reuse"));
+  EXPECT_TRUE(Contains(markdown, "### zoo_loss_history: unbounded-growth (expected unbounded-growth, expected detection)\n"));
+  EXPECT_TRUE(Contains(markdown, "### zoo_cached_workspace: PASS (expected not-returned-to-baseline, MISSED)\n"));
+  EXPECT_TRUE(Contains(markdown, "### stress_transformer_block: peak-over-budget (expected PASS, MISSED)\n"));
+  // Evidence sentence, counter verdicts in the counter's unit, attribution with ages.
+  EXPECT_TRUE(Contains(markdown, "> runtime.live_bytes grows 64.00 KiB/step across 4 blocks"));
+  EXPECT_TRUE(Contains(markdown,
+                       "| runtime.live_bytes | unbounded-growth | 64.00 KiB | 0 B | 0 B | 3.00 MiB "
+                       "| 3.81 MiB | Grows 64.00 KiB/step; exact counter, any growth counts. |\n"));
+  EXPECT_TRUE(Contains(markdown, "| tracking.outstanding | unbounded-growth | 1 | 0 | 0 | 48 | 72 |"));
+  EXPECT_TRUE(Contains(markdown, "| Op | Role | Scope | Bytes | Allocations | Age (steps) |\n"));
+  EXPECT_TRUE(Contains(markdown, "| matmul | value | manual | 3.00 MiB | 48 | 1-48 |\n"));
+  EXPECT_TRUE(Contains(markdown, "| conv2d | workspace | none | 256.00 KiB | 1 | 200 |\n"));
+}
+
+TEST(ReportMarkdownTest, Benchmarks_ListedWithUnits) {
+  const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
+  EXPECT_TRUE(Contains(markdown, "| probe_overhead_ns | 850 ns |\n"));
+  EXPECT_TRUE(Contains(markdown, "| steps_per_second | 833.30 steps/s |\n"));
+}
+
+TEST(ReportMarkdownTest, HostileNames_CannotBreakTablesOrInjectHtml) {
+  Report report = testing::MakeSampleReport();
+  report.workloads[2].name = "a|b <script>alert(1)</script>\nnext";
+  const std::string markdown = RenderMarkdown(report);
+  EXPECT_FALSE(Contains(markdown, "<script>"));
+  EXPECT_TRUE(Contains(markdown, "| a\\|b \\<script\\>alert(1)\\</script\\> next | zoo |"));
+}
+
+TEST(ReportMarkdownTest, MarkdownEscape_EscapesTableAndHtmlCharacters) {
+  EXPECT_EQ(MarkdownEscape("mlp_sgd"), "mlp_sgd");
+  EXPECT_EQ(MarkdownEscape("a|b\\c`d*e[f]<g>"), "a\\|b\\\\c\\`d\\*e\\[f\\]\\<g\\>");
+  EXPECT_EQ(MarkdownEscape("one\r\ntwo\nthree"), "one two three");
+}
+
+TEST(ReportMarkdownTest, EmptyReport_StillRendersHeadingAndEmptyTables) {
+  const std::string markdown = RenderMarkdown(Report{});
+  EXPECT_TRUE(Contains(markdown, "**Result: all 0 workloads met their expectation.**"));
+  EXPECT_FALSE(Contains(markdown, "## Details"));
+  EXPECT_FALSE(Contains(markdown, "## Benchmarks"));
+}
+
+}  // namespace
+}  // namespace leakbound::reports
