@@ -1,0 +1,70 @@
+// The probes of the CPU stub: runtime allocator statistics (exact), tracking adaptor
+// (outstanding allocations, exact) and the host process (RSS and malloc heap, noisy).
+// Device probes (cudaMemGetInfo, pool attributes, the CUPTI ledger) implement the same Probe
+// interface and live beside the CUDA code.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "leakbound/harness/probe.h"
+#include "leakbound/runtime/device.h"
+#include "leakbound/runtime/session.h"
+
+namespace leakbound::harness {
+
+// runtime.live_bytes, runtime.live_allocations (judged); runtime.peak_bytes and
+// runtime.allocation_count (informational: a high-water mark and a cumulative count).
+// Reads the process-wide statistics of one device, so it sees sessions created and destroyed
+// by the workload, and its baseline exists before any session does.
+class RuntimeAllocatorProbe final : public Probe {
+ public:
+  explicit RuntimeAllocatorProbe(runtime::Device device);
+  const std::vector<CounterInfo>& Counters() const override { return counters_; }
+  void Sample(std::vector<double>& out) override;
+  std::string Name() const override { return "runtime"; }
+
+ private:
+  runtime::Device device_;
+  std::vector<CounterInfo> counters_;
+};
+
+// tracking.outstanding_allocations summed over the sessions a callback returns (the
+// workload's sessions; none before setup and after teardown).
+class TrackingProbe final : public Probe {
+ public:
+  using SessionsFn = std::function<std::vector<runtime::EagerSession*>()>;
+  explicit TrackingProbe(SessionsFn sessions);
+  const std::vector<CounterInfo>& Counters() const override { return counters_; }
+  void Sample(std::vector<double>& out) override;
+  std::string Name() const override { return "tracking"; }
+
+ private:
+  SessionsFn sessions_;
+  std::vector<CounterInfo> counters_;
+};
+
+// host.heap_bytes (mallinfo2 in-use bytes: noisy, judged against a calibrated floor) and
+// host.rss_bytes (/proc/self/statm resident pages: informational, the allocator keeps freed
+// pages so RSS is not a leak signal on its own). No heap allocation per sample.
+class HostProcessProbe final : public Probe {
+ public:
+  HostProcessProbe();
+  ~HostProcessProbe() override;
+  const std::vector<CounterInfo>& Counters() const override { return counters_; }
+  void Sample(std::vector<double>& out) override;
+  std::string Name() const override { return "host"; }
+  std::string State() const override;
+
+ private:
+  int statm_fd_ = -1;
+  long page_size_ = 4096;
+  std::vector<CounterInfo> counters_;
+};
+
+// The probes the CPU stub uses, in a fixed order.
+std::vector<std::unique_ptr<Probe>> DefaultProbes(runtime::Device device,
+                                                  TrackingProbe::SessionsFn sessions);
+
+}  // namespace leakbound::harness

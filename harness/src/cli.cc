@@ -1,0 +1,334 @@
+// The `leakbound` command line: list, run, diff, check, render.
+// Exit codes: 0 every expectation met / no regression; 1 a leak where none was expected, a
+// missed zoo entry, or a regression past tolerance; 2 usage or input errors (nothing written).
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+#include "leakbound/harness/suite.h"
+#include "leakbound/reports/diff.h"
+#include "leakbound/reports/html.h"
+#include "leakbound/reports/json.h"
+#include "leakbound/reports/markdown.h"
+#include "leakbound/runtime/errors.h"
+
+namespace fs = std::filesystem;
+namespace lb = leakbound;
+
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kFailed = 1;
+constexpr int kUsage = 2;
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+lb::runtime::Device ParseDevice(const std::string& text) {
+  if (text == "cpu") return lb::runtime::Device::Cpu();
+  if (text == "cuda") return lb::runtime::Device::Cuda(0);
+  if (text.rfind("cuda:", 0) == 0) {
+    const std::string index = text.substr(5);
+    if (!index.empty() && index.find_first_not_of("0123456789") == std::string::npos && index.size() < 4) {
+      return lb::runtime::Device::Cuda(std::stoi(index));
+    }
+  }
+  throw UsageError("--device must be cpu, cuda or cuda:N, got '" + text + "'");
+}
+
+// Fails fast (before a long run) when the output folder cannot be created or written.
+void EnsureWritableDir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError("cannot create output folder " + dir.string() + ": " + ec.message());
+  const fs::path probe = dir / ".leakbound-write-test";
+  {
+    std::ofstream out(probe);
+    if (!out) throw UsageError("output folder " + dir.string() + " is not writable");
+  }
+  fs::remove(probe, ec);
+}
+
+void WriteReportSet(const lb::reports::Report& report, const fs::path& dir) {
+  lb::reports::WriteReportAtomically(report, dir / "report.json");
+  lb::reports::WriteFileAtomically(dir / "report.md", lb::reports::RenderMarkdown(report));
+  lb::reports::WriteFileAtomically(dir / "report.html", lb::reports::RenderHtml(report));
+}
+
+struct RunFlags {
+  std::string device = "cpu";
+  int blocks = 3;
+  int steps = 16;
+  std::string warmup = "auto";
+  int threads = 1;
+  std::uint64_t seed = 1;
+  bool no_calibrate = false;
+  bool quiet = false;
+};
+
+void AddRunFlags(CLI::App* cmd, RunFlags& f) {
+  cmd->add_option("--device", f.device, "cpu (the CPU stub), cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--blocks,-b", f.blocks, "measured blocks (>= 2)")->capture_default_str();
+  cmd->add_option("--steps,-n", f.steps, "steps per block (>= 1)")->capture_default_str();
+  cmd->add_option("--warmup,-w", f.warmup,
+                  "warm-up steps, or 'auto': the first block boundary after which exact counters "
+                  "stop changing")
+      ->capture_default_str();
+  cmd->add_option("--blas-threads", f.threads, "OpenBLAS threads for CPU sessions")->capture_default_str();
+  cmd->add_option("--seed", f.seed, "seed for workload data")->capture_default_str();
+  cmd->add_flag("--no-calibrate", f.no_calibrate,
+                "skip noise-floor calibration (noisy counters are then reported, not judged)");
+  cmd->add_flag("--quiet,-q", f.quiet, "no progress on stderr");
+}
+
+lb::harness::SuiteOptions ToSuiteOptions(const RunFlags& f) {
+  lb::harness::SuiteOptions o;
+  o.run.device = ParseDevice(f.device);
+  o.run.blocks = f.blocks;
+  o.run.steps_per_block = f.steps;
+  if (f.warmup == "auto") {
+    o.run.warmup_steps = -1;
+  } else {
+    try {
+      std::size_t used = 0;
+      const long long w = std::stoll(f.warmup, &used);
+      if (used != f.warmup.size() || w < 0 || w > 1000000) throw std::out_of_range("");
+      o.run.warmup_steps = static_cast<int>(w);
+    } catch (const std::exception&) {
+      throw UsageError("--warmup must be 'auto' or a step count in [0, 1000000], got '" + f.warmup + "'");
+    }
+  }
+  if (f.threads < 0 || f.threads > 256) throw UsageError("--blas-threads must be in [0, 256]");
+  o.run.blas_threads = f.threads;
+  o.run.seed = f.seed;
+  o.calibrate = !f.no_calibrate;
+  o.progress = !f.quiet;
+  try {
+    lb::harness::ValidateRunOptions(o.run);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return o;
+}
+
+int CmdList(bool json) {
+  const auto& all = lb::workloads::AllWorkloads();
+  if (json) {
+    std::cout << "[\n";
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const auto& w = all[i].info;
+      std::cout << "  {\"name\": \"" << w.name << "\", \"kind\": \"" << lb::workloads::KindName(w.kind)
+                << "\", \"expectation\": \"" << w.expectation << "\"}" << (i + 1 < all.size() ? "," : "") << "\n";
+    }
+    std::cout << "]\n";
+    return kOk;
+  }
+  std::printf("%-30s %-6s %-26s %s\n", "workload", "kind", "expectation", "description");
+  for (const auto& reg : all) {
+    const auto& w = reg.info;
+    std::printf("%-30s %-6s %-26s %s%s\n", w.name.c_str(), lb::workloads::KindName(w.kind),
+                w.expectation.c_str(), w.description.c_str(), w.needs_cuda ? " [cuda only]" : "");
+  }
+  return kOk;
+}
+
+int CmdRun(const RunFlags& flags, const std::vector<std::string>& names, bool all, const fs::path& out) {
+  if (names.empty() && !all) throw UsageError("name workloads to run, or pass --all (see `leakbound list`)");
+  if (!names.empty() && all) throw UsageError("pass either workload names or --all, not both");
+  lb::harness::SuiteOptions options = ToSuiteOptions(flags);
+  options.workloads = names;
+  EnsureWritableDir(out);
+  const lb::reports::Report report = lb::harness::RunSuite(options);
+  WriteReportSet(report, out);
+  lb::harness::PrintSummary(report, std::cout);
+  std::cout << "\n";
+  lb::harness::PrintDetectionTable(report, std::cout);
+  std::cout << "\nreports: " << (out / "report.json").string() << ", report.md, report.html\n";
+  const bool ok = lb::harness::AllExpectationsMet(report);
+  if (!ok) std::cout << "RESULT: at least one workload did not meet its expectation\n";
+  return ok ? kOk : kFailed;
+}
+
+int CmdDiff(const fs::path& base, const fs::path& fresh, const lb::reports::DiffTolerance& tol,
+            const std::string& out) {
+  const lb::reports::Report b = lb::reports::LoadReport(base);
+  const lb::reports::Report f = lb::reports::LoadReport(fresh);
+  const lb::reports::DiffResult d = lb::reports::DiffReports(b, f, tol);
+  if (!out.empty()) lb::reports::WriteFileAtomically(out, d.markdown);
+  std::cout << d.markdown;
+  return d.regression ? kFailed : kOk;
+}
+
+// Baselines: one report per clean workload, baselines/<device-class>/<workload>.json.
+int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& out,
+             lb::reports::DiffTolerance tol, bool update) {
+  lb::harness::SuiteOptions options = ToSuiteOptions(flags);
+  std::vector<lb::reports::Report> bases;
+  if (!update) {
+    if (!fs::is_directory(baselines)) {
+      throw UsageError("baseline folder " + baselines.string() +
+                       " does not exist; create it with `leakbound check --baselines DIR --update`");
+    }
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(baselines))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw UsageError("no baseline reports (*.json) in " + baselines.string());
+    for (const fs::path& p : files) bases.push_back(lb::reports::LoadReport(p));
+    const std::string device_class = lb::harness::DeviceClass(options.run.device);
+    for (std::size_t i = 0; i < bases.size(); ++i) {
+      if (bases[i].meta.device_class != device_class) {
+        throw lb::reports::ReportError(
+            lb::reports::ReportErrorKind::kDeviceClassMismatch, files[i].string(), "$.meta.device_class",
+            files[i].string() + ": baseline is for device class '" + bases[i].meta.device_class +
+                "' but this run is on '" + device_class + "'; use baselines/" + device_class);
+      }
+    }
+  }
+  EnsureWritableDir(out);
+  const lb::reports::Report report = lb::harness::RunSuite(options);
+  WriteReportSet(report, out);
+  lb::harness::PrintSummary(report, std::cout);
+  if (update) {
+    EnsureWritableDir(baselines);
+    int written = 0;
+    for (const auto& w : report.workloads) {
+      if (w.kind != "clean") continue;
+      lb::reports::Report one;
+      one.meta = report.meta;
+      one.workloads.push_back(w);
+      lb::reports::WriteReportAtomically(one, baselines / (w.name + ".json"));
+      ++written;
+    }
+    std::cout << "wrote " << written << " baseline reports to " << baselines.string() << "\n";
+    return lb::harness::AllExpectationsMet(report) ? kOk : kFailed;
+  }
+  std::ostringstream md;
+  int regressions = 0;
+  for (const auto& base : bases) {
+    lb::reports::Report fresh;
+    fresh.meta = report.meta;
+    for (const auto& w : report.workloads)
+      for (const auto& bw : base.workloads)
+        if (w.name == bw.name) fresh.workloads.push_back(w);
+    const lb::reports::DiffResult d = lb::reports::DiffReports(base, fresh, tol);
+    regressions += d.regressions;
+    md << d.markdown << "\n";
+  }
+  lb::reports::WriteFileAtomically(out / "diff.md", md.str());
+  std::cout << "\n" << md.str();
+  const bool met = lb::harness::AllExpectationsMet(report);
+  std::cout << "check: " << bases.size() << " baselines, " << regressions << " regressions, "
+            << (met ? "every expectation met" : "some expectations NOT met") << "\n";
+  return regressions == 0 && met ? kOk : kFailed;
+}
+
+int CmdRender(const fs::path& input, bool html, bool markdown, const std::string& out) {
+  if (html == markdown) throw UsageError("pass exactly one of --html or --markdown");
+  const lb::reports::Report report = lb::reports::LoadReport(input);
+  const std::string text = html ? lb::reports::RenderHtml(report) : lb::reports::RenderMarkdown(report);
+  if (out.empty()) {
+    std::cout << text;
+  } else {
+    lb::reports::WriteFileAtomically(out, text);
+  }
+  return kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"leakbound: is device memory bounded across repeated steps? Runs workloads in blocks "
+               "of steps, judges every counter for flatness and return to baseline, and writes "
+               "JSON/Markdown/HTML reports and regression diffs."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", LEAKBOUND_VERSION);
+
+  bool list_json = false;
+  auto* list = app.add_subcommand("list", "list workloads with their kind and expectation");
+  list->add_flag("--json", list_json, "machine-readable output");
+
+  RunFlags run_flags;
+  std::vector<std::string> names;
+  bool all = false;
+  std::string out_dir = "reports/latest";
+  auto* run = app.add_subcommand("run", "run workloads and write report.json/.md/.html");
+  run->add_option("workloads", names, "workload names (see `leakbound list`)");
+  run->add_flag("--all", all, "run every workload that runs on the device");
+  run->add_option("--out,-o", out_dir, "output folder")->capture_default_str();
+  AddRunFlags(run, run_flags);
+
+  std::string base_path, new_path, diff_out;
+  lb::reports::DiffTolerance tol;
+  auto* diff = app.add_subcommand("diff", "Markdown regression diff of two reports; exit 1 on a regression");
+  diff->add_option("base", base_path, "baseline report.json")->required();
+  diff->add_option("new", new_path, "new report.json")->required();
+  diff->add_option("--tolerance", tol.relative, "relative tolerance for memory figures")
+      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  diff->add_option("--time-tolerance", tol.step_time_relative, "relative tolerance for step time")
+      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  diff->add_option("--out,-o", diff_out, "also write the Markdown to this file");
+
+  RunFlags check_flags;
+  std::string baselines = "baselines/cpu";
+  std::string check_out = "reports/check";
+  bool update = false;
+  lb::reports::DiffTolerance check_tol;
+  // Baselines are recorded on another machine: timing is not compared unless asked for.
+  check_tol.step_time_relative = 1e6;
+  auto* check = app.add_subcommand("check", "run everything and diff against committed baselines");
+  check->add_option("--baselines", baselines, "baseline folder (one report per clean workload)")
+      ->capture_default_str();
+  check->add_option("--out,-o", check_out, "output folder for the fresh reports and diff.md")
+      ->capture_default_str();
+  check->add_flag("--update", update, "rewrite the baselines from this run instead of diffing");
+  check->add_option("--tolerance", check_tol.relative, "relative tolerance for memory figures")
+      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  check->add_option("--time-tolerance", check_tol.step_time_relative,
+                    "relative tolerance for step time (default: not compared across machines)")
+      ->check(CLI::Range(0.0, 1e6));
+  AddRunFlags(check, check_flags);
+
+  std::string render_in, render_out;
+  bool as_html = false, as_md = false;
+  auto* render = app.add_subcommand("render", "render a report.json as HTML or Markdown");
+  render->add_option("report", render_in, "report.json")->required();
+  render->add_flag("--html", as_html, "self-contained HTML with SVG charts");
+  render->add_flag("--markdown", as_md, "Markdown summary");
+  render->add_option("--out,-o", render_out, "output file (default: stdout)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kOk : kUsage;
+  }
+  try {
+    if (*list) return CmdList(list_json);
+    if (*run) return CmdRun(run_flags, names, all, out_dir);
+    if (*diff) return CmdDiff(base_path, new_path, tol, diff_out);
+    if (*check) return CmdCheck(check_flags, baselines, check_out, check_tol, update);
+    if (*render) return CmdRender(render_in, as_html, as_md, render_out);
+  } catch (const UsageError& e) {
+    std::cerr << "leakbound: " << e.what() << "\n";
+    return kUsage;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "leakbound: " << e.what() << "\n";
+    return kUsage;
+  } catch (const lb::reports::ReportError& e) {
+    std::cerr << "leakbound: " << e.what() << "\n";
+    return kUsage;
+  } catch (const lb::runtime::DeviceUnavailableError& e) {
+    std::cerr << "leakbound: " << e.what() << "\n";
+    return kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "leakbound: internal error: " << e.what() << "\n";
+    return kUsage;
+  }
+  return kUsage;
+}

@@ -1,0 +1,82 @@
+// Probes of the CPU stub. Sample() runs after every step, so it stays allocation-free.
+#include "leakbound/harness/probes.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace leakbound::harness {
+
+RuntimeAllocatorProbe::RuntimeAllocatorProbe(runtime::Device device)
+    : device_(device),
+      counters_{{"runtime.live_bytes", "bytes", true, true},
+                {"runtime.live_allocations", "count", true, true},
+                {"runtime.peak_bytes", "bytes", true, false},
+                {"runtime.allocation_count", "count", true, false}} {}
+
+void RuntimeAllocatorProbe::Sample(std::vector<double>& out) {
+  const runtime::MemoryStats s = runtime::ProcessStats(device_);
+  out.push_back(static_cast<double>(s.live_bytes));
+  out.push_back(static_cast<double>(s.live_allocations));
+  out.push_back(static_cast<double>(s.peak_bytes));
+  out.push_back(static_cast<double>(s.allocation_count));
+}
+
+TrackingProbe::TrackingProbe(SessionsFn sessions)
+    : sessions_(std::move(sessions)),
+      counters_{{"tracking.outstanding_allocations", "count", true, true}} {}
+
+void TrackingProbe::Sample(std::vector<double>& out) {
+  double outstanding = 0;
+  for (runtime::EagerSession* s : sessions_()) {
+    if (s != nullptr && s->tracking() != nullptr) {
+      outstanding += static_cast<double>(s->tracking()->outstanding_count());
+    }
+  }
+  out.push_back(outstanding);
+}
+
+HostProcessProbe::HostProcessProbe()
+    : statm_fd_(::open("/proc/self/statm", O_RDONLY | O_CLOEXEC)),
+      page_size_(::sysconf(_SC_PAGESIZE)),
+      counters_{{"host.heap_bytes", "bytes", false, true},
+                {"host.rss_bytes", "bytes", false, false}} {}
+
+HostProcessProbe::~HostProcessProbe() {
+  if (statm_fd_ >= 0) ::close(statm_fd_);
+}
+
+std::string HostProcessProbe::State() const {
+  return statm_fd_ >= 0 ? "active" : "partly unavailable: /proc/self/statm cannot be read";
+}
+
+void HostProcessProbe::Sample(std::vector<double>& out) {
+  const struct mallinfo2 info = ::mallinfo2();
+  out.push_back(static_cast<double>(info.uordblks + info.hblkhd));
+  double rss = 0;
+  if (statm_fd_ >= 0) {
+    char text[128];
+    const ssize_t n = ::pread(statm_fd_, text, sizeof(text) - 1, 0);
+    if (n > 0) {
+      text[n] = '\0';
+      char* end = nullptr;
+      std::strtoull(text, &end, 10);                         // size
+      const unsigned long long resident = std::strtoull(end, nullptr, 10);
+      rss = static_cast<double>(resident) * static_cast<double>(page_size_);
+    }
+  }
+  out.push_back(rss);
+}
+
+std::vector<std::unique_ptr<Probe>> DefaultProbes(runtime::Device device,
+                                                  TrackingProbe::SessionsFn sessions) {
+  std::vector<std::unique_ptr<Probe>> probes;
+  probes.push_back(std::make_unique<RuntimeAllocatorProbe>(device));
+  probes.push_back(std::make_unique<TrackingProbe>(std::move(sessions)));
+  probes.push_back(std::make_unique<HostProcessProbe>());
+  return probes;
+}
+
+}  // namespace leakbound::harness

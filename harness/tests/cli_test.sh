@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# CLI contract: exit codes (0 ok, 1 expectation/regression, 2 usage/input), files written
+# atomically, nothing written on bad input, check against baselines passes and catches a
+# planted regression. Usage: cli_test.sh path/to/leakbound source_dir
+set -u
+lb=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+expect() {  # expect CODE DESCRIPTION -- command...
+  local want=$1 what=$2
+  shift 3
+  "$@" >"$tmp/out.txt" 2>"$tmp/err.txt"
+  local got=$?
+  if [[ $got -ne $want ]]; then
+    echo "FAIL: $what: exit $got, expected $want"; sed 's/^/    /' "$tmp/err.txt" | tail -5
+    failures=$((failures + 1))
+  else
+    echo "ok:   $what (exit $got)"
+  fi
+}
+expect_stderr() {  # the last command's stderr mentions a phrase
+  if ! grep -qi -- "$1" "$tmp/err.txt"; then
+    echo "FAIL: stderr lacks '$1':"; sed 's/^/    /' "$tmp/err.txt" | tail -3
+    failures=$((failures + 1))
+  fi
+}
+
+expect 0 "help" -- "$lb" --help
+expect 0 "list" -- "$lb" list
+grep -q "zoo_smallest_leak" "$tmp/out.txt" || { echo "FAIL: list lacks the zoo"; failures=$((failures + 1)); }
+expect 2 "no subcommand" -- "$lb"
+expect 2 "blocks 0" -- "$lb" run mlp_sgd --blocks 0 --out "$tmp/a"
+expect_stderr "blocks"
+expect 2 "negative steps" -- "$lb" run mlp_sgd --steps -3 --out "$tmp/a"
+expect 2 "overflowing steps" -- "$lb" run mlp_sgd --steps 99999999999999 --out "$tmp/a"
+expect 2 "bad warm-up" -- "$lb" run mlp_sgd --warmup soon --out "$tmp/a"
+expect_stderr "warmup"
+expect 2 "bad device" -- "$lb" run mlp_sgd --device tpu --out "$tmp/a"
+expect_stderr "device"
+expect 2 "unknown workload" -- "$lb" run no_such --out "$tmp/a"
+expect_stderr "known workloads"
+expect 2 "neither names nor --all" -- "$lb" run --out "$tmp/a"
+[[ -e "$tmp/a/report.json" ]] && { echo "FAIL: a report was written on bad input"; failures=$((failures + 1)); }
+touch "$tmp/file"
+expect 2 "output folder is a file" -- "$lb" run mlp_sgd --out "$tmp/file/sub" -q
+expect 2 "cuda on a machine without one" -- "$lb" run mlp_sgd --device cuda --out "$tmp/c" -q
+expect_stderr "cuda"
+
+expect 0 "run a clean workload and a zoo entry" -- "$lb" run mlp_sgd zoo_smallest_leak --out "$tmp/r" -q
+for f in report.json report.md report.html; do
+  [[ -s "$tmp/r/$f" ]] || { echo "FAIL: $f missing"; failures=$((failures + 1)); }
+done
+ls "$tmp/r" | grep -q '\.tmp' && { echo "FAIL: temp file left behind"; failures=$((failures + 1)); }
+grep -q "detection table" "$tmp/out.txt" || { echo "FAIL: run prints no detection table"; failures=$((failures + 1)); }
+
+expect 0 "render html" -- "$lb" render "$tmp/r/report.json" --html --out "$tmp/r/again.html"
+grep -q "<svg" "$tmp/r/again.html" || { echo "FAIL: html has no chart"; failures=$((failures + 1)); }
+expect 2 "render needs one format" -- "$lb" render "$tmp/r/report.json"
+head -c 200 "$tmp/r/report.json" >"$tmp/truncated.json"
+expect 2 "render a truncated report" -- "$lb" render "$tmp/truncated.json" --markdown
+echo "not json" >"$tmp/bad.json"
+expect 2 "render a malformed report" -- "$lb" render "$tmp/bad.json" --markdown
+sed 's/"schema_version": *1/"schema_version": 99/' "$tmp/r/report.json" >"$tmp/v99.json"
+expect 2 "render a future schema version" -- "$lb" render "$tmp/v99.json" --markdown
+expect_stderr "schema"
+
+expect 0 "diff a report with itself" -- "$lb" diff "$tmp/r/report.json" "$tmp/r/report.json"
+python3 - "$tmp/r/report.json" "$tmp/regressed.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for w in r["workloads"]:
+    if w["name"] == "mlp_sgd":
+        w["peak_bytes"] *= 1.25
+        w["steady_live_bytes"] *= 1.25
+json.dump(r, open(sys.argv[2], "w"))
+PY
+expect 1 "diff catches a planted +25% regression" -- "$lb" diff "$tmp/r/report.json" "$tmp/regressed.json"
+expect 2 "diff a missing file" -- "$lb" diff "$tmp/nope.json" "$tmp/r/report.json"
+expect 2 "diff tolerance out of range" -- "$lb" diff "$tmp/r/report.json" "$tmp/r/report.json" --tolerance -1
+
+if [[ -d "$src/baselines/cpu" ]] && ls "$src/baselines/cpu"/*.json >/dev/null 2>&1; then
+  expect 0 "check passes on the committed baselines" -- "$lb" check --baselines "$src/baselines/cpu" --out "$tmp/check" -q
+  mkdir -p "$tmp/planted"
+  cp "$src/baselines/cpu"/*.json "$tmp/planted/"
+  python3 - "$tmp/planted/mlp_adam.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+r = json.load(open(p))
+for w in r["workloads"]:
+    w["steady_live_bytes"] *= 0.8   # the baseline kept 20% less: the fresh run regressed
+    w["peak_bytes"] *= 0.8
+json.dump(r, open(p, "w"))
+PY
+  expect 1 "check fails on a planted regression" -- "$lb" check --baselines "$tmp/planted" --out "$tmp/check2" -q
+  grep -q "mlp_adam" "$tmp/check2/diff.md" || { echo "FAIL: diff.md does not name mlp_adam"; failures=$((failures + 1)); }
+else
+  echo "FAIL: no baselines in $src/baselines/cpu"; failures=$((failures + 1))
+fi
+
+echo "cli_test: $failures failures"
+exit $((failures > 0))

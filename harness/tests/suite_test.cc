@@ -1,0 +1,87 @@
+// The stress suite on the CPU stub: every clean workload and trap PASSes, every zoo entry is
+// flagged with its planted class on the counter it names; repeated clean runs give no false
+// positives. Prints the detection table.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "leakbound/harness/suite.h"
+
+namespace leakbound::harness {
+namespace {
+
+SuiteOptions Quiet() {
+  SuiteOptions o;
+  o.progress = false;
+  o.measure_probe_cost = false;
+  return o;
+}
+
+TEST(Suite, EveryWorkloadMeetsItsExpectation_CleanPassZooFlaggedWithItsClass) {
+  const reports::Report report = RunSuite(Quiet());
+  PrintSummary(report, std::cout);
+  PrintDetectionTable(report, std::cout);
+  int zoo = 0, clean = 0;
+  for (const auto& w : report.workloads) {
+    EXPECT_TRUE(w.met_expectation) << w.name << ": expected " << w.expectation << ", got "
+                                   << w.verdict << " — " << w.evidence;
+    if (w.kind == "zoo") {
+      ++zoo;
+      EXPECT_NE(w.verdict, reports::kPass) << w.name;
+    } else {
+      ++clean;
+      EXPECT_EQ(w.verdict, reports::kPass) << w.name << ": " << w.evidence;
+    }
+  }
+  EXPECT_GE(zoo, 9);
+  EXPECT_GE(clean, 9);
+}
+
+TEST(Suite, GrowthVerdictAttributesTheLeakToItsTag) {
+  SuiteOptions o = Quiet();
+  o.calibrate = false;
+  o.workloads = {"zoo_workspace_not_released"};
+  const reports::Report report = RunSuite(o);
+  ASSERT_EQ(report.workloads.size(), 1u);
+  const auto& w = report.workloads[0];
+  EXPECT_EQ(w.verdict, reports::kUnboundedGrowth);
+  ASSERT_FALSE(w.attribution.empty());
+  EXPECT_EQ(w.attribution[0].role, "workspace") << "the grown group comes first";
+  EXPECT_GT(w.attribution[0].oldest_age_steps, w.attribution[0].newest_age_steps);
+}
+
+TEST(Suite, TwentyRepeatedCleanRuns_ZeroFalsePositives) {
+  SuiteOptions o = Quiet();
+  for (const auto& reg : workloads::AllWorkloads())
+    if (reg.info.kind != workloads::Kind::kZoo && !reg.info.needs_cuda)
+      o.workloads.push_back(reg.info.name);
+  o.run.noise_floors = Runner(o.run).Calibrate({"mlp_sgd", "mlp_eval"}, 2);
+  o.calibrate = false;
+  int false_positives = 0, runs = 0;
+  for (int r = 0; r < 20; ++r) {
+    const reports::Report report = RunSuite(o);
+    for (const auto& w : report.workloads) {
+      ++runs;
+      if (w.verdict != reports::kPass) {
+        ++false_positives;
+        ADD_FAILURE() << "run " << r << " " << w.name << ": " << w.verdict << " — " << w.evidence;
+      }
+    }
+  }
+  std::cout << "[figures] clean runs: " << runs << ", false positives: " << false_positives << "\n";
+  EXPECT_EQ(false_positives, 0);
+}
+
+TEST(Suite, UnknownWorkloadName_IsRejectedWithTheKnownNames) {
+  SuiteOptions o = Quiet();
+  o.workloads = {"no_such_workload"};
+  try {
+    RunSuite(o);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("mlp_sgd"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace leakbound::harness
