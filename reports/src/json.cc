@@ -599,7 +599,10 @@ void WriteFileAtomically(const std::filesystem::path& path, std::string_view con
   const std::filesystem::path folder =
       path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
   // Same folder as the target: rename() is atomic only within one file system.
-  std::string temp_template = (folder / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
+  std::string temp_name = ".";  // hidden: a folder listing shows only finished files
+  temp_name += path.filename().string();
+  temp_name += ".tmp-XXXXXX";
+  std::string temp_template = (folder / temp_name).string();
   const int fd = ::mkstemp(temp_template.data());
   if (fd < 0) ThrowIo(path, "cannot create a temporary file in " + folder.string(), errno, kRemedy);
   TempFileGuard temp(fd, temp_template);

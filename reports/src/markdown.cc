@@ -171,11 +171,13 @@ void AppendBenchmarks(const Report& report, std::string& out) {
   out += "## Benchmarks\n\n";
   AppendHeader(out, {"Figure", "Value"}, {false, true});
   for (const BenchmarkFigure& figure : report.benchmarks) {
-    AppendRow(out, {MarkdownEscape(figure.name), FormatInUnit(figure.value, figure.unit) +
-                                           (figure.unit == "bytes" || figure.unit == "ns" ||
-                                                    figure.unit.empty()
-                                                ? ""
-                                                : " " + MarkdownEscape(figure.unit))});
+    std::string value = FormatInUnit(figure.value, figure.unit);
+    // FormatInUnit already names bytes and ns; other units are appended as written.
+    if (figure.unit != "bytes" && figure.unit != "ns" && !figure.unit.empty()) {
+      value += ' ';
+      value += MarkdownEscape(figure.unit);
+    }
+    AppendRow(out, {MarkdownEscape(figure.name), value});
   }
   out += "\n";
 }
