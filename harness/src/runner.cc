@@ -267,7 +267,9 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
       }
     }
     if (static_cast<int>(c) == live_bytes && info.peak_budget_bytes) {
-      judge.peak_budget = *info.peak_budget_bytes;
+      // The budget is what the workload may hold above its baseline: earlier workloads in the
+      // same process (e.g. the zoo's unreachable leaks) do not count against it.
+      judge.peak_budget = baseline[c] + *info.peak_budget_bytes;
       if (peak_bytes >= 0) {
         judge.observed_peak = std::max(
             *std::max_element(series[peak_bytes].begin(), series[peak_bytes].end()),
@@ -280,13 +282,18 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
 
   const std::size_t last = static_cast<std::size_t>(schedule.TotalSteps() - 1);
   const std::size_t first_measured = static_cast<std::size_t>(schedule.warmup_steps);
+  // Steady, final and peak are reported above the baseline: what this workload holds, whatever
+  // earlier workloads in the same process left behind.
+  double base_live = 0;
   if (live_bytes >= 0) {
-    result.baseline_live_bytes = baseline[static_cast<std::size_t>(live_bytes)];
-    result.steady_live_bytes = series[static_cast<std::size_t>(live_bytes)][last];
-    result.final_live_bytes = final_sample[static_cast<std::size_t>(live_bytes)];
+    base_live = baseline[static_cast<std::size_t>(live_bytes)];
+    result.baseline_live_bytes = base_live;
+    result.steady_live_bytes = series[static_cast<std::size_t>(live_bytes)][last] - base_live;
+    result.final_live_bytes = final_sample[static_cast<std::size_t>(live_bytes)] - base_live;
   }
   if (peak_bytes >= 0) {
-    result.peak_bytes = *std::max_element(series[peak_bytes].begin(), series[peak_bytes].end());
+    result.peak_bytes =
+        *std::max_element(series[peak_bytes].begin(), series[peak_bytes].end()) - base_live;
   }
   if (alloc_count >= 0) {
     const auto& a = series[static_cast<std::size_t>(alloc_count)];

@@ -22,11 +22,13 @@ int Optimizer::Apply(Tape& tape) {
     if (p->grad_generation() != generation) continue;
     auto& state = p->optimizer_state();
     while (static_cast<int>(state.size()) < StateSlots()) {
+      tape.AtBoundary(Boundary::kOptimizerState, static_cast<std::uint32_t>(state.size()));
       Buffer slot = tape.NewBuffer(p->bytes(), "optimizer", Role::kOptimizerState);
       tape.backend().Fill(slot.floats(), 0.0f, p->shape().numel());
       state.push_back(std::move(slot));
     }
   }
+  tape.AtBoundary(Boundary::kBeforeUpdate, 0);
   // Phase 2: in-place updates; cannot fail.
   int updated = 0;
   for (Param* p : params_) {
@@ -35,6 +37,7 @@ int Optimizer::Apply(Tape& tape) {
     CountStep(*p);
     ++updated;
   }
+  tape.AtBoundary(Boundary::kAfterUpdate, static_cast<std::uint32_t>(updated));
   return updated;
 }
 

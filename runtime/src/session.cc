@@ -27,6 +27,7 @@ EagerSession::EagerSession(SessionOptions options)
   for (Tape* tape : {&step_tape_, &forward_tape_, &manual_tape_}) {
     tape->set_leak_workspace_on_end(options.faults.leak_workspace_on_scope_exit);
     tape->set_skip_release_on_error(options.faults.skip_release_on_error);
+    tape->set_boundary_hook(&boundary_hook_);
   }
   forward_tape_.set_outer(&step_tape_);
 }

@@ -121,7 +121,9 @@ TensorRef Tape::Push(Node&& node) {
                      "' on a tape with no open scope; record inside WithStep or WithForward");
   }
   nodes_.push_back(std::move(node));
-  return RefTo(static_cast<std::uint32_t>(nodes_.size() - 1));
+  const auto index = static_cast<std::uint32_t>(nodes_.size() - 1);
+  AtBoundary(Boundary::kForward, index);
+  return RefTo(index);
 }
 
 Buffer Tape::NewBuffer(std::size_t bytes, const char* op, Role role) {
@@ -295,6 +297,7 @@ void Tape::Backward(TensorRef loss) {
     const auto index = static_cast<std::uint32_t>(i);
     Node& n = nodes_[index];
     if (n.requires_grad && (n.grad || n.param != nullptr) && n.num_parents > 0) {
+      AtBoundary(Boundary::kBackward, index);
       BackwardNode(*this, index);
     }
     // Every consumer of node i has a larger index and is done, and so is node i itself:

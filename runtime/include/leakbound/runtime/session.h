@@ -120,6 +120,8 @@ class EagerSession {
   FailingAdaptor& faults() { return failing_; }
   std::uint64_t generation() const { return next_generation_ - 1; }
   bool in_scope() const { return step_tape_.active() || forward_tape_.active(); }
+  // Fault-sweep hook, called at every op boundary of every tape (empty: none).
+  void SetBoundaryHook(BoundaryHook hook) { boundary_hook_ = std::move(hook); }
 
  private:
   class ScopeGuard {
@@ -148,6 +150,7 @@ class EagerSession {
   FailingAdaptor failing_;
   MemoryResource* top_;
   std::deque<Param> params_;  // stable addresses
+  BoundaryHook boundary_hook_;
   Tape step_tape_;
   Tape forward_tape_;
   Tape manual_tape_;

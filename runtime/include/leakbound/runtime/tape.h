@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -52,6 +53,16 @@ struct Node {
   bool retained = false;        // kept through Backward's early release (Retain)
 };
 
+// Points of a step where a test may interrupt it (fault sweeps).
+enum class Boundary : std::uint8_t {
+  kForward,         // after each recorded node
+  kBackward,        // before each node's backward
+  kOptimizerState,  // before each optimizer state allocation
+  kBeforeUpdate,    // after the optimizer's state phase, before any parameter changes
+  kAfterUpdate,     // after every parameter was updated
+};
+using BoundaryHook = std::function<void(Boundary, std::uint32_t index)>;
+
 class Tape {
  public:
   Tape(std::uint64_t session_id, Backend* backend, MemoryResource* resource);
@@ -97,6 +108,11 @@ class Tape {
   // Zoo hook: when set, End() after an exception does not free anything (a planted bug).
   void set_skip_release_on_error(bool skip) { skip_release_on_error_ = skip; }
   void EndAfterError() noexcept;
+  // Test hook called at every op boundary (may throw to simulate a failure there).
+  void set_boundary_hook(const BoundaryHook* hook) { hook_ = hook; }
+  void AtBoundary(Boundary boundary, std::uint32_t index) {
+    if (hook_ != nullptr && *hook_) (*hook_)(boundary, index);
+  }
 
   // --- for ops ---
   Node& Resolve(TensorRef ref, const char* op);
@@ -132,6 +148,7 @@ class Tape {
   const Tape* outer_ = nullptr;
   bool leak_workspace_on_end_ = false;
   bool skip_release_on_error_ = false;
+  const BoundaryHook* hook_ = nullptr;
 };
 
 }  // namespace leakbound::runtime

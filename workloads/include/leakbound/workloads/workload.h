@@ -27,7 +27,9 @@ struct WorkloadInfo {
   // The counter that must show the planted leak (zoo), e.g. "runtime.live_bytes" or
   // "host.heap_bytes"; empty for clean/trap.
   std::string detected_by;
-  std::optional<double> peak_budget_bytes;  // judged against runtime.peak_bytes when set
+  // Bytes the workload may hold above its pre-setup baseline at its peak (judged on
+  // runtime.live_bytes with the allocator's high-water mark between samples).
+  std::optional<double> peak_budget_bytes;
   bool needs_cuda = false;                  // GPU-only entries (skipped on the CPU stub)
 };
 
