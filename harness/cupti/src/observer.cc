@@ -1,0 +1,72 @@
+// CuptiObserver's state machine and ledger access; the CUPTI calls live in the backend.
+#include "leakbound/harness/cupti/observer.h"
+
+#include <mutex>
+#include <utility>
+
+#include "observer_internal.h"
+
+namespace leakbound::harness::cupti {
+
+std::string_view ObserverStateName(ObserverState state) {
+  switch (state) {
+    case ObserverState::kDisabled:
+      return "disabled";
+    case ObserverState::kUnavailable:
+      return "unavailable";
+    case ObserverState::kActive:
+      return "active";
+  }
+  return "disabled";
+}
+
+CuptiObserver::CuptiObserver(ObserverOptions options)
+    : options_(options), core_(std::make_unique<detail::ObserverCore>(options_.ledger)) {}
+
+CuptiObserver::~CuptiObserver() { Stop(); }
+
+ObserverState CuptiObserver::Start() {
+  if (state_ == ObserverState::kActive) return state_;
+  if (!backend_) backend_ = detail::MakeObserverBackend(options_, *core_);
+  if (std::optional<std::string> failure = backend_->Start()) {
+    state_ = ObserverState::kUnavailable;
+    reason_ = std::move(*failure);
+  } else {
+    state_ = ObserverState::kActive;
+    reason_.clear();
+  }
+  return state_;
+}
+
+void CuptiObserver::Stop() {
+  if (state_ != ObserverState::kActive) return;
+  backend_->Stop();
+  state_ = ObserverState::kDisabled;
+}
+
+void CuptiObserver::Flush() {
+  if (state_ == ObserverState::kActive) backend_->Flush();
+}
+
+std::string CuptiObserver::StateString() const {
+  if (state_ == ObserverState::kUnavailable) return "unavailable: " + reason_;
+  return std::string(ObserverStateName(state_));
+}
+
+LedgerSnapshot CuptiObserver::Snapshot() const {
+  LedgerSnapshot snapshot;
+  SnapshotInto(snapshot);
+  return snapshot;
+}
+
+void CuptiObserver::SnapshotInto(LedgerSnapshot& out) const {
+  std::lock_guard lock(core_->mutex);
+  core_->ledger.SnapshotInto(out);
+}
+
+ObserverStats CuptiObserver::stats() const {
+  std::lock_guard lock(core_->mutex);
+  return core_->stats;
+}
+
+}  // namespace leakbound::harness::cupti
