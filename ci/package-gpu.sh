@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the CUDA configuration here and bundles what the nightly GPU job runs into one folder
+# (default .gpu-carry/, git-ignored) for a bare GPU machine that has the CUDA toolkit but no
+# Debian dev packages and no network: the binaries, the non-system shared libraries they need
+# (OpenBLAS, libgfortran, Google Benchmark), RPATH set to $ORIGIN plus the toolkit's lib dirs.
+# Usage: ci/package-gpu.sh [DEST]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dest=${1:-.gpu-carry}
+bash ci/install_deps.sh
+if ! command -v patchelf >/dev/null; then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  $SUDO apt-get install -y -qq patchelf
+fi
+cmake --preset default -DLEAKBOUND_CUDA=ON >/dev/null
+cmake --build --preset default -j "$(nproc)"
+rm -rf "$dest"
+mkdir -p "$dest/bin"
+bins=(harness/leakbound runtime/tests/runtime_tests runtime/cuda/cuda_backend_tests
+      harness/cupti/cupti_ledger_tests harness/bench/bench_leakbound)
+for b in "${bins[@]}"; do
+  [[ -x build/default/$b ]] && cp "build/default/$b" "$dest/bin/"
+done
+# Shared libraries that are neither glibc/libstdc++ nor part of the CUDA toolkit.
+for b in "$dest"/bin/*; do
+  ldd "$b" | awk '/=> \//{print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libstdc++.so*|libgcc_s.so*|ld-linux*) ;;
+      libcuda.so*|libcudart*|libcublas*|libcupti*|libnvrtc*|libnvJitLink*) ;;
+      *) cp -n "$lib" "$dest/bin/" ;;
+    esac
+  done
+done
+for f in "$dest"/bin/*; do
+  patchelf --set-rpath '$ORIGIN:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/targets/x86_64-linux/lib' "$f" 2>/dev/null || true
+done
+git rev-parse HEAD >"$dest/COMMIT"
+du -sh "$dest"
+ls -la "$dest/bin"
