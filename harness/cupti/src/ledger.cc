@@ -95,10 +95,16 @@ void MemoryLedger::RemoveContribution(const Slot& slot) {
   }
 }
 
-void MemoryLedger::Prune(Slot& slot) {
-  const std::uint64_t cutoff = Cutoff();
+bool MemoryLedger::HasPrunable(const Slot& slot) const {
+  // Only settled pairs and pending releases are dropped: a slot of live allocations has neither.
+  if (slot.pending.empty() && slot.live.size() == slot.events.size()) return false;
   // Events are sorted by timestamp: nothing to do unless the oldest one is past the grace.
-  if (slot.events.empty() || slot.events.front().timestamp_ns >= cutoff) return;
+  return slot.events.front().timestamp_ns < Cutoff();
+}
+
+void MemoryLedger::Prune(Slot& slot) {
+  if (!HasPrunable(slot)) return;
+  const std::uint64_t cutoff = Cutoff();
   std::vector<bool> drop(slot.events.size(), false);
   bool any = false;
   // Re-walk to recover which allocation each settled release closed.
@@ -131,6 +137,10 @@ void MemoryLedger::Prune(Slot& slot) {
 void MemoryLedger::SweepAll() {
   applies_since_sweep_ = 0;
   for (auto it = slots_.begin(); it != slots_.end();) {
+    if (!HasPrunable(it->second)) {
+      ++it;
+      continue;
+    }
     RemoveContribution(it->second);
     Prune(it->second);
     AddContribution(it->second);

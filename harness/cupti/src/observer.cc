@@ -2,6 +2,8 @@
 #include "leakbound/harness/cupti/observer.h"
 
 #include <mutex>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "observer_internal.h"
@@ -44,8 +46,15 @@ void CuptiObserver::Stop() {
   state_ = ObserverState::kDisabled;
 }
 
+// CUPTI can accept the configuration and fail only later (the driver goes away, a device is
+// lost): a failed flush ends collection rather than leaving an "active" observer that sees nothing.
 void CuptiObserver::Flush() {
-  if (state_ == ObserverState::kActive) backend_->Flush();
+  if (state_ != ObserverState::kActive) return;
+  if (std::optional<std::string> failure = backend_->Flush()) {
+    backend_->Stop();
+    state_ = ObserverState::kUnavailable;
+    reason_ = *failure + " (collection stopped; the ledger keeps what arrived before)";
+  }
 }
 
 std::string CuptiObserver::StateString() const {

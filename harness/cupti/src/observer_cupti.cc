@@ -233,11 +233,11 @@ void CUPTIAPI IgnoreCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 
 // Why CUPTI failed, in its words, plus the likeliest cause when the driver is missing (CUPTI
 // itself says only CUPTI_ERROR_UNKNOWN then).
+// A driver found here stays loaded: unloading libcuda under a CUDA runtime is not worth the risk.
 std::string DriverHint() {
   void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (driver == nullptr) driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (driver == nullptr) return "; no CUDA driver (" + DlError() + ")";
-  dlclose(driver);
   return "";
 }
 
@@ -275,12 +275,15 @@ class CuptiBackend final : public ObserverBackend {
     subscriber_ = nullptr;
   }
 
-  void Flush() override {
-    if (api_.flush_all(0) != CUPTI_SUCCESS) {
+  std::optional<std::string> Flush() override {
+    const CUptiResult result = api_.flush_all(0);
+    NoteDropped();
+    if (result == CUPTI_SUCCESS) return std::nullopt;
+    {
       std::lock_guard lock(core_.mutex);
       ++core_.stats.flush_errors;
     }
-    NoteDropped();
+    return Describe("cuptiActivityFlushAll", result);
   }
 
  private:

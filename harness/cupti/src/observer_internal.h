@@ -26,7 +26,8 @@ class ObserverBackend {
   // nullopt when collection started; otherwise why not, with nothing left enabled.
   virtual std::optional<std::string> Start() = 0;
   virtual void Stop() = 0;
-  virtual void Flush() = 0;
+  // nullopt when the flush worked; otherwise why it failed (the observer then stops collecting).
+  virtual std::optional<std::string> Flush() = 0;
 };
 
 std::unique_ptr<ObserverBackend> MakeObserverBackend(const ObserverOptions& options,

@@ -11,7 +11,7 @@ class UnavailableBackend final : public ObserverBackend {
            "LEAKBOUND_CUDA=AUTO or ON)";
   }
   void Stop() override {}
-  void Flush() override {}
+  std::optional<std::string> Flush() override { return std::nullopt; }
 };
 
 }  // namespace

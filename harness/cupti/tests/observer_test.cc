@@ -20,8 +20,7 @@ bool DriverLoadable(std::string& why) {
     why = error != nullptr ? error : "libcuda.so.1 not loadable";
     return false;
   }
-  dlclose(driver);
-  return true;
+  return true;  // left loaded, as the observer leaves it
 }
 
 bool StartsWith(const std::string& text, const std::string& prefix) {

@@ -122,6 +122,7 @@ class MemoryLedger {
   void Pair(Slot& slot) const;
   void AddContribution(const Slot& slot);
   void RemoveContribution(const Slot& slot);
+  bool HasPrunable(const Slot& slot) const;  // `slot` is paired and not empty
   // Drops pairs settled before the cutoff; moves pending releases older than it to unmatched.
   void Prune(Slot& slot);
   void SweepAll();

@@ -37,7 +37,7 @@ struct ObserverStats {
   std::uint64_t buffers_completed = 0;  // CUPTI handed a filled buffer back
   std::uint64_t records_applied = 0;    // MEMORY2 / MEMORY_POOL records applied to the ledger
   std::uint64_t records_ignored = 0;    // other kinds, invalid operation types
-  std::uint64_t flush_errors = 0;       // cuptiActivityFlushAll failed while active
+  std::uint64_t flush_errors = 0;       // cuptiActivityFlushAll failed (collection then stops)
 };
 
 namespace detail {
@@ -67,7 +67,8 @@ class CuptiObserver {
   void Stop();
   // Delivers every completed activity buffer to the ledger (cuptiActivityFlushAll(0)). It does
   // not synchronise the device: synchronise the streams whose allocations must be counted first.
-  // A no-op unless active.
+  // A no-op unless active. If CUPTI fails here, collection stops and the state becomes
+  // kUnavailable with CUPTI's reason; the ledger stays readable.
   void Flush();
 
   ObserverState state() const { return state_; }
