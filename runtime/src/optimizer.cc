@@ -23,7 +23,10 @@ int Optimizer::Apply(Tape& tape) {
     auto& state = p->optimizer_state();
     while (static_cast<int>(state.size()) < StateSlots()) {
       tape.AtBoundary(Boundary::kOptimizerState, static_cast<std::uint32_t>(state.size()));
-      Buffer slot = tape.NewBuffer(p->bytes(), "optimizer", Role::kOptimizerState);
+      // Persistent state belongs to the parameter, not to this step: no scope in its tag.
+      const AllocationTag tag{tape.session_id(), generation, "optimizer", Role::kOptimizerState,
+                              ScopeKind::kNone};
+      Buffer slot(tape.resource(), p->bytes(), tag);
       tape.backend().Fill(slot.floats(), 0.0f, p->shape().numel());
       state.push_back(std::move(slot));
     }

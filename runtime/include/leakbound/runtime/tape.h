@@ -125,6 +125,7 @@ class Tape {
   // `op` must have static storage duration.
   Buffer NewBuffer(std::size_t bytes, const char* op, Role role);
   Backend& backend() { return *backend_; }
+  MemoryResource* resource() const { return resource_; }
   std::uint64_t session_id() const { return session_id_; }
   // Float pointer to the node's data, checking it has not been released.
   const float* ReadFloats(std::uint32_t index, const char* op);
