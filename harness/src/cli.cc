@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "leakbound/harness/device_probes.h"
 #include "leakbound/harness/suite.h"
 #include "leakbound/reports/diff.h"
 #include "leakbound/reports/html.h"
@@ -141,6 +142,7 @@ int CmdRun(const RunFlags& flags, const std::vector<std::string>& names, bool al
   if (names.empty() && !all) throw UsageError("name workloads to run, or pass --all (see `leakbound list`)");
   if (!names.empty() && all) throw UsageError("pass either workload names or --all, not both");
   lb::harness::SuiteOptions options = ToSuiteOptions(flags);
+  lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
   options.workloads = names;
   EnsureWritableDir(out);
   const lb::reports::Report report = lb::harness::RunSuite(options);
@@ -168,6 +170,7 @@ int CmdDiff(const fs::path& base, const fs::path& fresh, const lb::reports::Diff
 int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& out,
              lb::reports::DiffTolerance tol, bool update) {
   lb::harness::SuiteOptions options = ToSuiteOptions(flags);
+  lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
   std::vector<lb::reports::Report> bases;
   if (!update) {
     if (!fs::is_directory(baselines)) {

@@ -1,6 +1,8 @@
 // Runner: the sampling loop, warm-up detection, verdicts and attribution.
 #include "leakbound/harness/runner.h"
 
+#include "leakbound/harness/device_probes.h"
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -27,6 +29,38 @@ int Precedence(const std::string& verdict) {
   if (verdict == reports::kPass) return 0;
   return 6;  // "error" and anything unknown win
 }
+
+int index_of_counter(const std::vector<CounterInfo>& counters, const std::string& name) {
+  for (std::size_t c = 0; c < counters.size(); ++c)
+    if (counters[c].name == name) return static_cast<int>(c);
+  return -1;
+}
+
+}  // namespace
+
+// A pool whose reserved bytes grow while the bytes in use stay flat is fragmenting (or never
+// trimming): its own class, so a reader does not hunt for a leak in the runtime's tensors.
+void ClassifyPoolFragmentation(std::vector<reports::CounterVerdict>& verdicts) {
+  auto find = [&](const std::string& name) -> reports::CounterVerdict* {
+    for (auto& v : verdicts)
+      if (v.counter == name) return &v;
+    return nullptr;
+  };
+  for (const auto& [reserved_name, used_name] :
+       {std::pair<std::string, std::string>{"cuda.pool_reserved_bytes", "cuda.pool_used_bytes"},
+        {"cupti.pool_reserved_bytes", "cupti.pool_bytes"}}) {
+    reports::CounterVerdict* reserved = find(reserved_name);
+    reports::CounterVerdict* used = find(used_name);
+    if (reserved != nullptr && used != nullptr && reserved->verdict == reports::kUnboundedGrowth &&
+        used->verdict == reports::kPass) {
+      reserved->verdict = reports::kPoolFragmentation;
+      reserved->evidence += "; bytes in use (" + used_name + ") stay flat: the pool reserves "
+                            "memory it does not reuse";
+    }
+  }
+}
+
+namespace {
 
 struct OutstandingKey {
   std::string op, role, scope;
@@ -139,13 +173,14 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
     return live ? workload->Sessions() : std::vector<runtime::EagerSession*>{};
   };
   std::vector<std::unique_ptr<Probe>> probes = DefaultProbes(options_.device, sessions);
+  for (auto& p : DeviceProbes(options_.device)) probes.push_back(std::move(p));
   if (options_.extra_probes) {
     for (auto& p : options_.extra_probes()) probes.push_back(std::move(p));
   }
   std::vector<CounterInfo> counters;
   for (const auto& p : probes)
     for (const CounterInfo& c : p->Counters()) counters.push_back(c);
-  const std::size_t n_counters = counters.size();
+  std::size_t n_counters = counters.size();
 
   const int n = options_.steps_per_block;
   const int max_steps =
@@ -255,7 +290,34 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
   const int peak_bytes = index_of("runtime.peak_bytes");
   const int alloc_count = index_of("runtime.allocation_count");
 
-  for (std::size_t c = 0; c < n_counters; ++c) {
+  // Reconciliation (CUDA with CUPTI): device bytes the CUPTI ledger sees minus the runtime's
+  // own live bytes is memory owned by others (cuBLAS workspace, raw cudaMalloc). It is judged
+  // as an exact counter of its own: it must be flat after warm-up too.
+  const int cupti_device = index_of_counter(counters, "cupti.device_bytes");
+  const int cupti_pool = index_of_counter(counters, "cupti.pool_bytes");
+  if (cupti_device >= 0 && cupti_pool >= 0 && index_of_counter(counters, "runtime.live_bytes") >= 0) {
+    const auto runtime_live = static_cast<std::size_t>(index_of_counter(counters, "runtime.live_bytes"));
+    auto others = [&](const std::vector<double>& v) {
+      return v[static_cast<std::size_t>(cupti_device)] + v[static_cast<std::size_t>(cupti_pool)] - v[runtime_live];
+    };
+    std::vector<double> derived;
+    for (std::size_t i = 0; i < series[runtime_live].size(); ++i) {
+      derived.push_back(series[static_cast<std::size_t>(cupti_device)][i] +
+                        series[static_cast<std::size_t>(cupti_pool)][i] - series[runtime_live][i]);
+    }
+    counters.push_back({"reconcile.owned_by_others_bytes", "bytes", true, true});
+    series.push_back(std::move(derived));
+    baseline.push_back(others(baseline));
+    final_sample.push_back(others(final_sample));
+    reports::CounterSeries s;
+    s.name = counters.back().name;
+    s.unit = "bytes";
+    s.exact = true;
+    s.values = series.back();
+    result.series.push_back(std::move(s));
+  }
+  const std::size_t n_judged = counters.size();
+  for (std::size_t c = 0; c < n_judged; ++c) {
     JudgeOptions judge;
     CounterInfo counter = counters[c];
     if (!counter.exact) {
@@ -280,6 +342,7 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
         JudgeCounter(counter, series[c], schedule, baseline[c], final_sample[c], judge));
   }
 
+  ClassifyPoolFragmentation(result.counters);
   const std::size_t last = static_cast<std::size_t>(schedule.TotalSteps() - 1);
   const std::size_t first_measured = static_cast<std::size_t>(schedule.warmup_steps);
   // Steady, final and peak are reported above the baseline: what this workload holds, whatever

@@ -1,6 +1,8 @@
 // Suite: calibration, the run over all workloads with progress, metadata, console tables.
 #include "leakbound/harness/suite.h"
 
+#include "leakbound/harness/device_probes.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,7 +59,8 @@ std::string DeviceDescription(const runtime::Device& device) {
   options.device = device;
   options.track_allocations = false;
   runtime::EagerSession probe(options);
-  return device.ToString() + " " + probe.backend().Describe();
+  return device.ToString() + " " + probe.backend().Describe() + "; CUPTI observer " +
+         DeviceObserverState();
 }
 
 // Median time of the medium MLP training step and of one sample of the default probes, measured

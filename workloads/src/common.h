@@ -22,6 +22,8 @@ void AddCleanWorkloads(std::vector<Registration>& out);
 void AddModelWorkloads(std::vector<Registration>& out);  // clean, larger models
 void AddTrapWorkloads(std::vector<Registration>& out);
 void AddZooWorkloads(std::vector<Registration>& out);
+// GPU-only zoo entries (empty in a build without CUDA).
+void AddGpuZooWorkloads(std::vector<Registration>& out);
 
 // A registration whose factory default-constructs W.
 template <class W>

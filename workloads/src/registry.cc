@@ -24,6 +24,7 @@ const std::vector<Registration>& AllWorkloads() {
     internal::AddCleanWorkloads(out);
     internal::AddTrapWorkloads(out);
     internal::AddZooWorkloads(out);
+    internal::AddGpuZooWorkloads(out);
     std::set<std::string> names;
     for (const Registration& registration : out) {
       if (!names.insert(registration.info.name).second) {

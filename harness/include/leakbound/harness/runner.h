@@ -60,4 +60,8 @@ class Runner {
 // not-returned > peak), and whether it met the workload's expectation.
 void CombineVerdicts(const workloads::WorkloadInfo& info, reports::WorkloadResult& result);
 
+// Renames a growth verdict on a pool's reserved bytes to kPoolFragmentation when the pool's
+// used bytes are flat (cuda.pool_* from the runtime's pool, cupti.pool_* from the ledger).
+void ClassifyPoolFragmentation(std::vector<reports::CounterVerdict>& verdicts);
+
 }  // namespace leakbound::harness
