@@ -7,6 +7,13 @@
 
 #include <cstdlib>
 
+// Under ASan/TSan malloc is the sanitizer's allocator and mallinfo2 reports nothing; the
+// sanitizer's own exact count of allocated heap bytes takes its place.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include <sanitizer/allocator_interface.h>
+#define LEAKBOUND_SANITIZER_HEAP 1
+#endif
+
 namespace leakbound::harness {
 
 RuntimeAllocatorProbe::RuntimeAllocatorProbe(runtime::Device device)
@@ -53,8 +60,12 @@ std::string HostProcessProbe::State() const {
 }
 
 void HostProcessProbe::Sample(std::vector<double>& out) {
+#if defined(LEAKBOUND_SANITIZER_HEAP)
+  out.push_back(static_cast<double>(__sanitizer_get_current_allocated_bytes()));
+#else
   const struct mallinfo2 info = ::mallinfo2();
   out.push_back(static_cast<double>(info.uordblks + info.hblkhd));
+#endif
   double rss = 0;
   if (statm_fd_ >= 0) {
     char text[128];

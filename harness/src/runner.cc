@@ -74,15 +74,48 @@ struct OutstandingRow {
   std::int64_t oldest_age = 0, newest_age = 0;
 };
 
-std::map<OutstandingKey, OutstandingRow> Outstanding(workloads::Workload& workload) {
+// Tape generation at the end of every step, per session: turns an allocation's tag (the
+// generation it was made in) into the step it was made in, so ages are in harness steps even
+// when a step opens several scopes. Pre-reserved: recording does not allocate per step.
+class StepClock {
+ public:
+  explicit StepClock(std::size_t max_steps) : max_steps_(max_steps) {}
+  void Record(const std::vector<runtime::EagerSession*>& sessions) {
+    for (runtime::EagerSession* s : sessions) {
+      if (s == nullptr) continue;
+      auto it = std::find_if(ends_.begin(), ends_.end(),
+                             [&](const auto& e) { return e.first == s->id(); });
+      if (it == ends_.end()) {
+        ends_.emplace_back(s->id(), std::vector<std::uint64_t>{});
+        ends_.back().second.reserve(max_steps_);
+        it = ends_.end() - 1;
+      }
+      it->second.push_back(s->generation());
+    }
+  }
+  // The step (0-based) in which generation `g` of `session` was live; 0 for setup.
+  std::int64_t StepOf(std::uint64_t session, std::uint64_t g) const {
+    for (const auto& [id, ends] : ends_) {
+      if (id != session) continue;
+      return std::lower_bound(ends.begin(), ends.end(), g) - ends.begin();
+    }
+    return 0;
+  }
+
+ private:
+  std::size_t max_steps_;
+  std::vector<std::pair<std::uint64_t, std::vector<std::uint64_t>>> ends_;
+};
+
+std::map<OutstandingKey, OutstandingRow> Outstanding(workloads::Workload& workload,
+                                                     const StepClock& clock, std::int64_t now) {
   std::map<OutstandingKey, OutstandingRow> rows;
   for (runtime::EagerSession* s : workload.Sessions()) {
     if (s == nullptr || s->tracking() == nullptr) continue;
-    const auto now = static_cast<std::int64_t>(s->generation());
     for (const runtime::OutstandingGroup& g : s->tracking()->OutstandingByTag()) {
       OutstandingRow& r = rows[{g.op, runtime::RoleName(g.role), runtime::ScopeName(g.scope)}];
-      const std::int64_t oldest = now - static_cast<std::int64_t>(g.oldest_step);
-      const std::int64_t newest = now - static_cast<std::int64_t>(g.newest_step);
+      const std::int64_t oldest = now - clock.StepOf(s->id(), g.oldest_step);
+      const std::int64_t newest = now - clock.StepOf(s->id(), g.newest_step);
       r.oldest_age = r.allocations == 0 ? oldest : std::max(r.oldest_age, oldest);
       r.newest_age = r.allocations == 0 ? newest : std::min(r.newest_age, newest);
       r.bytes += g.bytes;
@@ -199,7 +232,7 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
     for (auto& p : probes) p->Sample(out);
   };
 
-  if (options_.device.kind == runtime::DeviceKind::kCpu) runtime::CpuMemory().stats->ResetPeak();
+  runtime::ResetProcessPeak(options_.device);
   std::vector<double> baseline;
   take_sample(baseline);
 
@@ -211,8 +244,11 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
   int warmup = options_.warmup_steps;
   int planned = warmup >= 0 ? warmup + options_.blocks * n
                             : (options_.max_warmup_blocks + kWarmupStableBlocks) * n;
-  std::map<OutstandingKey, OutstandingRow> at_first_block_end, at_last_block_end;
+  // Outstanding allocations at the end of the first measured block. Until warm-up is known,
+  // the snapshot of the latest block end is kept: detection settles one block after it.
+  std::map<OutstandingKey, OutstandingRow> at_first_block_end, at_last_block_end, at_block_end;
   bool have_first_block_end = false;
+  StepClock clock(static_cast<std::size_t>(max_steps));
   std::string error;
   try {
     workload->Setup(context);
@@ -227,7 +263,16 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
       step_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
       probe_ns.push_back(std::chrono::duration<double, std::nano>(t2 - t1).count());
       const int done = step + 1;
-      if (warmup < 0 && done % n == 0) {
+      clock.Record(workload->Sessions());
+      const int configured = options_.warmup_steps;
+      const bool block_end = configured >= 0 ? done > configured && (done - configured) % n == 0
+                                             : done % n == 0;
+      std::map<OutstandingKey, OutstandingRow> previous_block_end;
+      if (block_end && !have_first_block_end) {
+        previous_block_end = std::move(at_block_end);
+        at_block_end = Outstanding(*workload, clock, step);
+      }
+      if (warmup < 0 && block_end) {
         std::vector<std::span<const double>> exact;
         for (std::size_t c = 0; c < n_counters; ++c)
           if (counters[c].exact && counters[c].judged) exact.emplace_back(series[c]);
@@ -240,23 +285,25 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
           planned = warmup + options_.blocks * n;
         }
       }
-      // Detection may settle a block after the first measured block ended: then the snapshot is
-      // taken at detection time, still before the last measured block.
       if (warmup >= 0 && !have_first_block_end && done >= warmup + n) {
-        at_first_block_end = Outstanding(*workload);
+        at_first_block_end = done == warmup + n ? std::move(at_block_end) : std::move(previous_block_end);
         have_first_block_end = true;
       }
       if (progress) progress(info.name, done, planned);
     }
-    at_last_block_end = Outstanding(*workload);
+    at_last_block_end = Outstanding(*workload, clock, planned - 1);
   } catch (const std::exception& e) {
     error = e.what();
+  } catch (...) {
+    error = "a non-standard exception";
   }
   try {
     live = false;
     workload->Teardown();
   } catch (const std::exception& e) {
     if (error.empty()) error = std::string("teardown: ") + e.what();
+  } catch (...) {
+    if (error.empty()) error = "teardown: a non-standard exception";
   }
   std::vector<double> final_sample;
   take_sample(final_sample);
@@ -338,8 +385,13 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
             final_sample[static_cast<std::size_t>(peak_bytes)]);
       }
     }
-    result.counters.push_back(
-        JudgeCounter(counter, series[c], schedule, baseline[c], final_sample[c], judge));
+    try {
+      result.counters.push_back(
+          JudgeCounter(counter, series[c], schedule, baseline[c], final_sample[c], judge));
+    } catch (const std::exception& e) {  // e.g. a probe returned a non-finite sample
+      result.verdict = "error";
+      result.evidence = std::string("cannot judge ") + counter.name + ": " + e.what();
+    }
   }
 
   ClassifyPoolFragmentation(result.counters);
@@ -381,8 +433,11 @@ std::map<std::string, NoiseFloor> Runner::Calibrate(const std::vector<std::strin
       const workloads::Registration* reg = workloads::FindWorkload(name);
       if (reg == nullptr) throw std::invalid_argument("calibration workload '" + name + "' is unknown");
       const reports::WorkloadResult result = plain.Run(*reg);
+      if (result.verdict == "error") {
+        throw std::runtime_error("calibration run of '" + name + "' failed: " + result.evidence);
+      }
       for (const reports::CounterSeries& s : result.series) {
-        if (s.exact || s.values.empty()) continue;
+        if (s.exact || s.values.size() <= static_cast<std::size_t>(result.warmup_steps)) continue;
         const auto begin = s.values.begin() + result.warmup_steps;
         windows[s.name].emplace_back(begin, s.values.end());
       }

@@ -218,7 +218,7 @@ bool AllExpectationsMet(const reports::Report& report) {
 void PrintSummary(const reports::Report& report, std::ostream& out) {
   out << std::left << std::setw(30) << "workload" << std::setw(6) << "kind" << std::setw(26)
       << "verdict" << std::setw(10) << "expected" << std::right << std::setw(12) << "steady"
-      << std::setw(12) << "peak" << std::setw(11) << "allocs/step" << std::setw(12) << "step time"
+      << std::setw(12) << "peak" << std::setw(13) << "allocs/step" << std::setw(12) << "step time"
       << "\n";
   for (const auto& w : report.workloads) {
     std::ostringstream allocs;
@@ -226,7 +226,7 @@ void PrintSummary(const reports::Report& report, std::ostream& out) {
     out << std::left << std::setw(30) << w.name << std::setw(6) << w.kind << std::setw(26)
         << w.verdict << std::setw(10) << (w.met_expectation ? "yes" : "NO") << std::right
         << std::setw(12) << reports::FormatBytes(w.steady_live_bytes) << std::setw(12)
-        << reports::FormatBytes(w.peak_bytes) << std::setw(11) << allocs.str() << std::setw(12)
+        << reports::FormatBytes(w.peak_bytes) << std::setw(13) << allocs.str() << std::setw(12)
         << reports::FormatDuration(w.step_time_ns) << "\n";
   }
   for (const auto& b : report.benchmarks) {
@@ -241,7 +241,7 @@ void PrintSummary(const reports::Report& report, std::ostream& out) {
 
 void PrintDetectionTable(const reports::Report& report, std::ostream& out) {
   std::map<std::string, std::pair<int, int>> by_class;  // planted class -> (entries, detected)
-  int clean = 0, false_positives = 0;
+  int clean = 0, false_positives = 0, errors = 0;
   for (const auto& w : report.workloads) {
     if (w.kind == "zoo") {
       auto& [entries, detected] = by_class[w.expectation];
@@ -249,7 +249,8 @@ void PrintDetectionTable(const reports::Report& report, std::ostream& out) {
       detected += w.met_expectation ? 1 : 0;
     } else {
       ++clean;
-      false_positives += w.verdict != reports::kPass ? 1 : 0;
+      errors += w.verdict == "error" ? 1 : 0;
+      false_positives += w.verdict != reports::kPass && w.verdict != "error" ? 1 : 0;
     }
   }
   out << "detection table\n";
@@ -259,8 +260,9 @@ void PrintDetectionTable(const reports::Report& report, std::ostream& out) {
     out << std::left << std::setw(28) << cls << std::right << std::setw(9) << counts.first
         << std::setw(10) << counts.second << "\n";
   }
-  out << "clean workloads and traps: " << clean << ", false positives: " << false_positives
-      << "\n";
+  out << "clean workloads and traps: " << clean << ", false positives: " << false_positives;
+  if (errors > 0) out << ", errors: " << errors;
+  out << "\n";
 }
 
 }  // namespace leakbound::harness

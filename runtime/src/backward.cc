@@ -129,8 +129,14 @@ void BackwardNode(Tape& tape, std::uint32_t index) {
     }
     case OpKind::kMse: {
       const std::int64_t n = tape.node(node.parents[0]).shape.numel();
+      const float* pred = Value(tape, node, 0);
+      const float* target = Value(tape, node, 1);
       if (ParentGrad g = GradOf(tape, node, 0); g.ptr != nullptr) {
-        be.MseLossBackward(n, Value(tape, node, 0), Value(tape, node, 1), dy, g.ptr, g.accumulate);
+        be.MseLossBackward(n, pred, target, dy, g.ptr, g.accumulate);
+      }
+      // d/dtarget = -d/dpred: the same kernel with the operands swapped.
+      if (ParentGrad g = GradOf(tape, node, 1); g.ptr != nullptr) {
+        be.MseLossBackward(n, target, pred, dy, g.ptr, g.accumulate);
       }
       return;
     }

@@ -9,6 +9,7 @@ namespace leakbound::runtime {
 // Implemented in runtime/cuda/ (compiled only with the CUDA toolkit).
 DeviceParts OpenCudaDevice(int index, CudaAllocator allocator);
 MemoryStats CudaProcessStats(int index);
+void CudaResetProcessPeak(int index);
 #endif
 
 std::string Device::ToString() const {
@@ -28,6 +29,16 @@ MemoryStats ProcessStats(const Device& device) {
   return CudaProcessStats(device.index);
 #else
   return {};
+#endif
+}
+
+void ResetProcessPeak(const Device& device) {
+  if (device.kind == DeviceKind::kCpu) {
+    CpuMemory().stats->ResetPeak();
+    return;
+  }
+#if defined(LEAKBOUND_HAVE_CUDA)
+  CudaResetProcessPeak(device.index);
 #endif
 }
 

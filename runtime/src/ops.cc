@@ -65,19 +65,23 @@ void RequireRank(const Node& n, int rank, const char* op, const char* operand) {
 }
 
 // Ids validated on the host against [0, limit).
-void CheckIds(Tape& tape, const Node& ids, std::int64_t limit, const char* op, const char* what) {
+const std::int32_t* CheckIds(Tape& tape, TensorRef ref, std::int64_t limit, const char* op,
+                             const char* what) {
+  const Node& ids = tape.node(ref.index);
   if (ids.dtype != DType::kInt32) {
     throw ShapeError(std::string(op) + ": " + what + " must be int32 ids (Tape::InputIds)");
   }
+  const std::int32_t* device_ids = tape.ReadIds(ref.index, op);
   thread_local std::vector<std::int32_t> host;
   host.resize(static_cast<std::size_t>(ids.shape.numel()));
-  tape.backend().CopyToHost(host.data(), ids.data, host.size() * sizeof(std::int32_t));
+  tape.backend().CopyToHost(host.data(), device_ids, host.size() * sizeof(std::int32_t));
   for (std::size_t i = 0; i < host.size(); ++i) {
     if (host[i] < 0 || host[i] >= limit) {
       throw ShapeError(std::string(op) + ": " + what + "[" + std::to_string(i) + "] = " +
                        std::to_string(host[i]) + " is outside [0, " + std::to_string(limit) + ")");
     }
   }
+  return device_ids;
 }
 
 TensorRef Unary(Tape& tape, TensorRef x, Activation act, const char* name) {
@@ -229,9 +233,8 @@ TensorRef SoftmaxCrossEntropy(Tape& tape, TensorRef logits, TensorRef labels) {
     throw ShapeError("SoftmaxCrossEntropy: " + std::to_string(ny.shape.numel()) +
                      " labels for " + std::to_string(rows) + " rows of logits");
   }
-  CheckIds(tape, ny, cols, "SoftmaxCrossEntropy", "labels");
+  const std::int32_t* py = CheckIds(tape, labels, cols, "SoftmaxCrossEntropy", "labels");
   const float* pl = tape.ReadFloats(logits.index, "SoftmaxCrossEntropy");
-  const auto* py = static_cast<const std::int32_t*>(ny.data);
   NewNode made = MakeOwned(tape, OpKind::kSoftmaxCrossEntropy, Shape{}, {logits, labels});
   // Probabilities: saved for backward when training, scratch released right here otherwise.
   Buffer probs = tape.NewBuffer(FloatBytes(rows * cols), OpKind::kSoftmaxCrossEntropy,
@@ -288,10 +291,9 @@ TensorRef Embedding(Tape& tape, TensorRef table, TensorRef ids) {
   const Node& nt = tape.node(table.index);
   const Node& ni = tape.Resolve(ids, "Embedding");
   RequireRank(nt, 2, "Embedding", "table");
-  CheckIds(tape, ni, nt.shape[0], "Embedding", "ids");
+  const std::int32_t* pi = CheckIds(tape, ids, nt.shape[0], "Embedding", "ids");
   const std::int64_t n = ni.shape.numel(), dim = nt.shape[1];
   const float* pt = tape.ReadFloats(table.index, "Embedding");
-  const auto* pi = static_cast<const std::int32_t*>(ni.data);
   NewNode made = MakeOwned(tape, OpKind::kEmbedding, Shape{n, dim}, {table, ids});
   tape.backend().EmbeddingLookup(n, dim, pt, pi, made.out);
   return tape.Push(std::move(made.node));

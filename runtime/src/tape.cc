@@ -202,6 +202,20 @@ const float* Tape::ReadFloats(std::uint32_t index, const char* op) {
   return static_cast<const float*>(n.data);
 }
 
+const std::int32_t* Tape::ReadIds(std::uint32_t index, const char* op) {
+  Node& n = nodes_[index];
+  if (n.dtype != DType::kInt32) {
+    throw ShapeError(std::string(op) + ": node " + std::to_string(index) + " (" + OpName(n.op) +
+                     ") holds float values, not int32 ids (make ids with Tape::InputIds)");
+  }
+  if (n.value_released) {
+    throw ReleasedValueError(std::string(op) + ": the ids of node " + std::to_string(index) +
+                             " were released by Backward; record them again with InputIds or "
+                             "call Retain(ref) before Backward");
+  }
+  return static_cast<const std::int32_t*>(n.data);
+}
+
 float Tape::Scalar(TensorRef ref) {
   Node& n = Resolve(ref, "Scalar");
   if (n.shape.numel() != 1) {
@@ -255,6 +269,13 @@ float* Tape::GradFor(std::uint32_t index, bool* accumulate) {
     n.param->grad_generation_ = generation_;
     return n.param->grad();
   }
+  if (index < backward_floor_) {
+    // Only on the manual tape: this node's backward already ran in an earlier Backward call, so
+    // a gradient added now would never reach its parents (silently wrong parameter gradients).
+    throw ScopeError("Backward: node " + std::to_string(index) + " (" + OpName(n.op) +
+                     ") was covered by an earlier Backward on this tape; a later loss cannot "
+                     "depend on it. Record the computation again or use one Backward per step");
+  }
   if (!n.grad) {
     n.grad = NewBuffer(static_cast<std::size_t>(n.shape.numel()) * sizeof(float), n.op, Role::kGrad);
     *accumulate = false;
@@ -292,7 +313,6 @@ void Tape::Backward(TensorRef loss) {
   // On the manual tape several Backward calls may follow each other; each walks only the nodes
   // recorded since the previous one (parameter gradients accumulate across them).
   const std::int64_t floor = backward_floor_;
-  backward_floor_ = loss.index + 1;
   for (std::int64_t i = loss.index; i >= floor; --i) {
     const auto index = static_cast<std::uint32_t>(i);
     Node& n = nodes_[index];
@@ -308,10 +328,12 @@ void Tape::Backward(TensorRef loss) {
       n.workspace2.Reset();
       if (n.ownership == Ownership::kOwned && n.value) {
         n.value.Reset();
+        n.data = nullptr;  // nothing may read through it any more
         n.value_released = true;
       }
     }
   }
+  backward_floor_ = loss.index + 1;
 }
 
 }  // namespace leakbound::runtime

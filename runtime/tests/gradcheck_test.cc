@@ -112,6 +112,11 @@ TEST(GradCheck, Mse) {
   });
 }
 
+TEST(GradCheck, MseWithBothSidesTrainable) {
+  GradCheck({Shape{3, 4}, Shape{3, 4}},
+            [](Tape& t, const auto& p) { return Mse(t, Tanh(t, p[0]), p[1]); });
+}
+
 TEST(GradCheck, LayerNorm) {
   GradCheck({Shape{3, 6}, Shape{6}, Shape{6}},
             [](Tape& t, const auto& p) { return LayerNorm(t, p[0], p[1], p[2]); });

@@ -260,6 +260,29 @@ TEST(Scopes, ValuesReleasedByBackward_RaiseUnlessRetained) {
   });
 }
 
+TEST(Scopes, IdsReleasedByBackward_AreRefusedNotReadAfterFree) {
+  EagerSession session;
+  Param& table = session.CreateParam("table", Shape{5, 3}, 1.0f, 1);
+  const std::vector<std::int32_t> ids{1, 4, 2};
+  session.WithStep([&](Tape& tape) {
+    TensorRef i = tape.InputIds(ids);
+    tape.Backward(Mean(tape, Embedding(tape, tape.Use(table), i)));
+    EXPECT_THROW(Embedding(tape, tape.Use(table), i), ReleasedValueError);
+  });
+}
+
+TEST(Scopes, ManualTape_LaterLossOnACoveredNode_IsRefused) {
+  EagerSession session;
+  Param& w = session.CreateParam("w", Shape{2}, 1.0f, 1);
+  Tape& tape = session.ManualTape();
+  TensorRef l1 = Sum(tape, Tanh(tape, tape.Use(w)));
+  tape.Backward(l1);
+  TensorRef l2 = Sum(tape, Relu(tape, tape.Use(w)));
+  EXPECT_THROW(tape.Backward(Add(tape, l1, l2)), ScopeError);
+  session.ResetManualTape();
+  EXPECT_EQ(session.stats().live_bytes, static_cast<std::int64_t>(2 * w.bytes()));
+}
+
 TEST(Scopes, BadInput_ShapeErrorsLoseNothing) {
   EagerSession session;
   Param& w = session.CreateParam("w", Shape{3, 4}, 1.0f, 1);

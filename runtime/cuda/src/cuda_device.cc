@@ -147,6 +147,15 @@ MemoryStats CudaProcessStats(int index) {
   return total;
 }
 
+void CudaResetProcessPeak(int index) {
+  const std::lock_guard lock(StateMutex());
+  const auto it = States().find(index);
+  if (it == States().end()) return;
+  for (StatisticsAdaptor* stats : it->second.stats) {
+    if (stats != nullptr) stats->ResetPeak();
+  }
+}
+
 DeviceParts OpenCudaDevice(int index, CudaAllocator allocator) {
   ThrowIfUnavailable(index);
   // Creates the primary context; a device in exclusive or prohibited compute mode fails here.

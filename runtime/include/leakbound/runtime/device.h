@@ -35,6 +35,8 @@ struct DeviceMemory {
 DeviceMemory CpuMemory();
 // Process-wide statistics for a device kind (CPU: always present).
 MemoryStats ProcessStats(const Device& device);
+// Starts a new peak window for the device's process-wide statistics (peak = live bytes now).
+void ResetProcessPeak(const Device& device);
 
 // Everything a session needs from a device. For CUDA this opens the device (throws
 // DeviceUnavailableError naming the cause: built without CUDA, no usable driver, no device).

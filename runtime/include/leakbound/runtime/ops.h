@@ -25,7 +25,7 @@ TensorRef Sum(Tape& tape, TensorRef x);   // -> scalar
 TensorRef Mean(Tape& tape, TensorRef x);  // -> scalar
 // Mean cross-entropy of row-wise softmax(logits [n, c]) against labels (ids in [0, c)).
 TensorRef SoftmaxCrossEntropy(Tape& tape, TensorRef logits, TensorRef labels);
-// mean((pred - target)^2); the target receives no gradient.
+// mean((pred - target)^2); both operands receive gradients when they need them.
 TensorRef Mse(Tape& tape, TensorRef pred, TensorRef target);
 // Row-wise layer norm of x [..., c] with gamma, beta [c].
 TensorRef LayerNorm(Tape& tape, TensorRef x, TensorRef gamma, TensorRef beta, float eps = 1e-5f);

@@ -129,6 +129,8 @@ class Tape {
   std::uint64_t session_id() const { return session_id_; }
   // Float pointer to the node's data, checking it has not been released.
   const float* ReadFloats(std::uint32_t index, const char* op);
+  // Int32 ids of an InputIds node, checking the dtype and that they have not been released.
+  const std::int32_t* ReadIds(std::uint32_t index, const char* op);
   // The gradient buffer of node `index`, allocated on first use; *accumulate tells whether a
   // kernel must add (true) or may overwrite (false). Parameters write into their own gradient.
   float* GradFor(std::uint32_t index, bool* accumulate);

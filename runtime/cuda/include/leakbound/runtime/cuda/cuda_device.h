@@ -26,7 +26,11 @@ DeviceParts OpenCudaDevice(int index, CudaAllocator allocator);
 
 // Process-wide counters of cuda:`index`: the sum over its allocator kinds opened so far (zero when
 // none was). peak_bytes is the sum of the per-allocator peaks, an upper bound of the true peak.
+// Sums over the allocator kinds in use (normally one per process: the peak is then exact; with
+// both kinds in use it is the sum of their peaks, an upper bound).
 MemoryStats CudaProcessStats(int index);
+// Sets every allocator's peak to its current live bytes (start of a new peak window).
+void CudaResetProcessPeak(int index);
 
 // The process-wide memory and stream of cuda:`index` (created on first use; throws like
 // OpenCudaDevice when the device is unusable).
