@@ -10,7 +10,8 @@
 // Under ASan/TSan malloc is the sanitizer's allocator and mallinfo2 reports nothing; the
 // sanitizer's own exact count of allocated heap bytes takes its place.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#include <sanitizer/allocator_interface.h>
+// Declared here: GCC ships the function in libasan/libtsan but not its header.
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #define LEAKBOUND_SANITIZER_HEAP 1
 #endif
 
