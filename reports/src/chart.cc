@@ -52,6 +52,7 @@ std::string Trimmed(double value, int decimals) {
 double NiceStep(double rough) {
   if (!(rough > 0) || !std::isfinite(rough)) return 1;
   const double power = std::pow(10.0, std::floor(std::log10(rough)));
+  if (!(power > 0)) return rough;  // subnormal range: 10^-324 underflows to 0
   const double fraction = rough / power;
   const double nice = fraction < 1.5 ? 1 : fraction < 3 ? 2 : fraction < 7 ? 5 : 10;
   return nice * power;
@@ -149,7 +150,8 @@ Axis ValueAxis(double low, double high, const std::string& unit, int target_tick
   }
   const DisplayScale& scale = scales[chosen];
   const double step = scaled_step * scale.divisor;
-  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(scaled_step) - 1e-9)), 0, 6);
+  const int decimals =
+      static_cast<int>(std::clamp(std::ceil(-std::log10(scaled_step) - 1e-9), 0.0, 6.0));
   Axis axis;
   axis.low = std::floor(low / step) * step;
   axis.high = std::ceil(high / step) * step;

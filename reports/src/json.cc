@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <system_error>
 #include <utility>
 
@@ -538,6 +539,16 @@ Report ReportFromJson(const nlohmann::json& json, std::string_view source_name) 
   report.schema_version = static_cast<int>(version);
   report.meta = ReadMeta(root.Object("meta"));
   report.workloads = root.ObjectArray<WorkloadResult>("workloads", ReadWorkload);
+  // Workloads are keyed by name (diff pairs them by name): a name may appear once.
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < report.workloads.size(); ++i) {
+    if (!names.insert(report.workloads[i].name).second) {
+      const std::string path = "$.workloads[" + std::to_string(i) + "].name";
+      throw ReportError(ReportErrorKind::kMalformed, source, path,
+                        source + ": " + path + ": workload '" + report.workloads[i].name +
+                            "' appears twice; workload names must be unique in a report");
+    }
+  }
   report.benchmarks = root.ObjectArray<BenchmarkFigure>("benchmarks", ReadBenchmark);
   return report;
 }
@@ -552,6 +563,12 @@ Report ParseReport(std::string_view text, std::string_view source_name) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::out_of_range& error) {
+    // e.g. a number literal beyond the range of a double (1e400): not a parse_error in nlohmann.
+    throw ReportError(ReportErrorKind::kMalformed, source, "",
+                      source + ": malformed JSON: a number is out of the range of a double (" +
+                          std::string(error.what()) + "); fix the file or " +
+                          std::string(kRegenerateHint));
   } catch (const nlohmann::json::parse_error& error) {
     const auto [line, column] = LineAndColumn(text, error.byte == 0 ? 0 : error.byte - 1);
     const std::string where = "line " + std::to_string(line) + ", column " + std::to_string(column);

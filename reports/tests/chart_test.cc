@@ -57,6 +57,15 @@ TEST(ReportChartTest, Downsample_SkipsNotMeasuredSamples) {
   EXPECT_TRUE(DownsampleMinMax({nan, nan}).empty());
 }
 
+// Found with the fuzz harness (regressions/chart_value_axis_subnormal_range.json): a range of
+// 2e-323 made the tick step underflow to 0 and cast inf to int (UB).
+TEST(ReportChartTest, ValueAxis_SubnormalRange_GivesFiniteTicks) {
+  const Axis axis = ValueAxis(0, 2e-323, "count");
+  EXPECT_TRUE(std::isfinite(axis.low));
+  EXPECT_TRUE(std::isfinite(axis.high));
+  EXPECT_FALSE(axis.labels.empty());
+}
+
 TEST(ReportChartTest, ValueAxis_BytesGetRoundTicksInOneBinaryUnit) {
   const Axis axis = ValueAxis(0, 3.0 * 1024 * 1024, "bytes");
   EXPECT_EQ(axis.labels, (std::vector<std::string>{"0 MiB", "1 MiB", "2 MiB", "3 MiB", "4 MiB"}));

@@ -51,6 +51,31 @@ TEST(ReportJsonTest, RoundTrip_TextThenParse_GivesEqualReport) {
   EXPECT_EQ(parsed.workloads[1].attribution[0].bytes, std::numeric_limits<std::uint64_t>::max());
 }
 
+// Found by the fuzzer (reports/fuzz/regressions/parse_number_overflow_1e400.json): nlohmann
+// reports an out-of-range number as out_of_range, which used to escape ParseReport.
+TEST(ReportJsonTest, NumberBeyondDoubleRange_IsMalformedNotACrash) {
+  EXPECT_EQ(CatchReportError([] { ParseReport("1e400", "big.json"); }).kind(),
+            ReportErrorKind::kMalformed);
+  std::string text = ReportToText(MakeSampleReport());
+  const auto at = text.find("\"wall_seconds\":");
+  ASSERT_NE(at, std::string::npos);
+  const auto end = text.find_first_of(",}", at);
+  text.replace(at, end - at, "\"wall_seconds\": 1e400");
+  EXPECT_EQ(CatchReportError([&] { ParseReport(text, "big.json"); }).kind(),
+            ReportErrorKind::kMalformed);
+}
+
+// Found by the fuzzer (regressions/diff_self_duplicate_workload_name.json): diff pairs workloads
+// by name, so a report with one name twice is refused when read.
+TEST(ReportJsonTest, DuplicateWorkloadNames_AreRefusedWithThePath) {
+  Report report = MakeSampleReport();
+  report.workloads[1].name = report.workloads[0].name;
+  const ReportError error =
+      CatchReportError([&] { ParseReport(ReportToText(report), "dup.json"); });
+  EXPECT_EQ(error.kind(), ReportErrorKind::kMalformed);
+  EXPECT_EQ(error.json_path(), "$.workloads[1].name");
+}
+
 TEST(ReportJsonTest, RoundTrip_ToJsonThenReportFromJson_GivesEqualReport) {
   const Report report = MakeSampleReport();
   EXPECT_EQ(ReportFromJson(ToJson(report)), report);
