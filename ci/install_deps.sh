@@ -3,7 +3,8 @@
 # The CUDA toolkit is not a Debian package here; when /usr/local/cuda exists it is used (AUTO).
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
-          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libopenblas-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
+          clang libclang-rt-14-dev)  # clang + compiler-rt: the libFuzzer build (ci/fuzz.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, then builds and tests three configurations:
+# The test command: installs what is missing, then builds and tests four configurations:
 #   1. default (Release, CUDA backend and CUPTI observer when the toolkit is found): every test;
 #      device tests skip with their reason on a machine without a GPU.
 #   2. ASan+UBSan (CPU stub): every test except the long stress repetitions.
 #   3. TSan (CPU stub): the concurrency tests (sessions on threads, 8 threads x 500 steps with a
 #      sampler, the threaded workload).
+#   4. libFuzzer (clang): report parsing, rendering and diffing for a bounded time
+#      (LEAKBOUND_FUZZ_SECONDS, default 45), after replaying the saved regressions.
 # Prints each build's test count and ctest's summary; exits non-zero when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +48,16 @@ run_build "asan+ubsan" asan "" -E "TwentyRepeated" || status=1
 # TSan: only the binaries with concurrency tests are built; -R picks those tests.
 run_build "tsan" tsan "runtime_tests reliability_tests workloads_tests" \
   -R "Thread|Concurren|threaded|Eight" || status=1
+
+fuzz_start=$SECONDS
+echo "=== [fuzz] report parsing, rendering, diffing"
+if bash ci/fuzz.sh "${LEAKBOUND_FUZZ_SECONDS:-45}" >"$root/build/fuzz.log" 2>&1; then
+  summary+=("[fuzz] $(grep -E '^fuzz: (Done|regressions)' "$root/build/fuzz.log" | tr '\n' ' ')($((SECONDS - fuzz_start)) s)")
+else
+  tail -30 "$root/build/fuzz.log"
+  summary+=("[fuzz] FAILED ($((SECONDS - fuzz_start)) s): see build/fuzz.log")
+  status=1
+fi
 
 echo
 echo "=== summary"
