@@ -30,5 +30,5 @@ start=$SECONDS
   --benchmark_min_time=0.01 --benchmark_repetitions=1 \
   --benchmark_out="$out/bench_memory.json" --benchmark_out_format=json >"$out/bench_memory.log"
 echo "bench_leakbound: $((SECONDS - start)) s wall (build excluded)"
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (timings are wall clock; a busy machine inflates them)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (wall-clock timings: a busy machine inflates them)"
 python3 harness/bench/ratios.py "$out/bench.json" "$out/bench_memory.json" | tee "$out/ratios.md"

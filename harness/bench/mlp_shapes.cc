@@ -24,7 +24,8 @@ MinimumBytes AnalyticMinimum(const MlpShape& shape) {
 
   MinimumBytes out;
   for (std::int64_t i = 0; i < layers; ++i) {
-    const std::int64_t in = n[static_cast<std::size_t>(i)], next = n[static_cast<std::size_t>(i + 1)];
+    const std::int64_t in = n[static_cast<std::size_t>(i)],
+                       next = n[static_cast<std::size_t>(i + 1)];
     out.persistent += 3 * (in * next + next) * kFloat;  // storage, gradient, momentum
   }
 

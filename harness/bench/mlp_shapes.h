@@ -13,7 +13,7 @@ namespace leakbound::bench {
 inline constexpr int kThreads = 2;
 
 struct MlpShape {
-  std::string name;                 // "small", "medium", "large": part of benchmark names
+  std::string name;  // "small", "medium", "large": part of benchmark names
   std::int64_t batch = 0;
   std::vector<std::int64_t> sizes;  // {in, hidden..., classes}; ReLU after every hidden layer
 };

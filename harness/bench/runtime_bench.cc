@@ -307,10 +307,17 @@ void AllocThroughput(benchmark::State& state, Stack stack) {
   std::unique_ptr<runtime::EagerSession> session;
   runtime::MemoryResource* top = host;
   switch (stack) {
-    case Stack::kHost: break;
-    case Stack::kStatistics: top = &statistics; break;
-    case Stack::kTracking: top = &tracking; break;
-    case Stack::kFailing: top = &failing; break;
+    case Stack::kHost:
+      break;
+    case Stack::kStatistics:
+      top = &statistics;
+      break;
+    case Stack::kTracking:
+      top = &tracking;
+      break;
+    case Stack::kFailing:
+      top = &failing;
+      break;
     case Stack::kSession:
       session = std::make_unique<runtime::EagerSession>(BenchSessionOptions());
       top = session->resource();
@@ -353,7 +360,9 @@ void RegisterRuntimeBenchmarks() {
     RegisterBenchmark(("step/paired/" + shape.name).c_str(), StepPaired, shape)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
-        ->MinTime(shape.name == "small" ? 1.0 : large ? 4.0 : 2.0);
+        ->MinTime(shape.name == "small" ? 1.0
+                  : large               ? 4.0
+                                        : 2.0);
     RegisterBenchmark(("step/noreclaim/" + shape.name).c_str(), StepNoReclamation, shape)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
@@ -367,14 +376,13 @@ void RegisterRuntimeBenchmarks() {
     runtime::ScopeKind scope;
     bool tracked;
   };
-  for (const ScopeVariant& v : {ScopeVariant{"withstep", runtime::ScopeKind::kStep, true},
-                                ScopeVariant{"withforward", runtime::ScopeKind::kForward, true},
-                                ScopeVariant{"withstep_untracked", runtime::ScopeKind::kStep,
-                                             false}}) {
+  for (const ScopeVariant& v :
+       {ScopeVariant{"withstep", runtime::ScopeKind::kStep, true},
+        ScopeVariant{"withforward", runtime::ScopeKind::kForward, true},
+        ScopeVariant{"withstep_untracked", runtime::ScopeKind::kStep, false}}) {
     // Recording is untimed and costs several times the exit: a short MinTime keeps the run
     // short while still timing hundreds of exits per size.
-    RegisterBenchmark((std::string("scope_exit/") + v.name).c_str(), ScopeExit, v.scope,
-                      v.tracked)
+    RegisterBenchmark((std::string("scope_exit/") + v.name).c_str(), ScopeExit, v.scope, v.tracked)
         ->RangeMultiplier(4)
         ->Range(1, 4096)
         ->MinTime(0.1)

@@ -20,8 +20,8 @@ namespace {
 struct TorchMlpImpl : torch::nn::Module {
   explicit TorchMlpImpl(const std::vector<std::int64_t>& sizes) {
     for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-      layers.push_back(register_module("linear" + std::to_string(i),
-                                       torch::nn::Linear(sizes[i], sizes[i + 1])));
+      layers.push_back(
+          register_module("linear" + std::to_string(i), torch::nn::Linear(sizes[i], sizes[i + 1])));
     }
   }
   torch::Tensor forward(torch::Tensor x) {
@@ -41,8 +41,8 @@ struct TorchFixture {
   explicit TorchFixture(const MlpShape& shape)
       : model(shape.sizes),
         optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9)) {
-    const runtime::Batch batch = runtime::Batch::Random(shape.batch, shape.sizes.front(),
-                                                        shape.sizes.back(), /*seed=*/7);
+    const runtime::Batch batch =
+        runtime::Batch::Random(shape.batch, shape.sizes.front(), shape.sizes.back(), /*seed=*/7);
     inputs = torch::from_blob(const_cast<float*>(batch.inputs.data()),
                               {shape.batch, shape.sizes.front()}, torch::kFloat32)
                  .clone();
@@ -118,15 +118,17 @@ void Paired(benchmark::State& state, Leakbound&& leakbound, Torch&& torch) {
 void PairedStep(benchmark::State& state, const MlpShape& shape) {
   MlpFixture ours(shape);
   TorchFixture theirs(shape);
-  Paired(state, [&] { return ours.Step(); }, [&] { return theirs.Step(); });
+  Paired(
+      state, [&] { return ours.Step(); }, [&] { return theirs.Step(); });
 }
 
 void PairedEval(benchmark::State& state, const MlpShape& shape) {
   MlpFixture ours(shape);
   runtime::Evaluator evaluator(ours.session, ours.model);
   TorchFixture theirs(shape);
-  Paired(state, [&] { return evaluator.Logits(ours.batch).data.size(); },
-         [&] { return theirs.Logits().size(); });
+  Paired(
+      state, [&] { return evaluator.Logits(ours.batch).data.size(); },
+      [&] { return theirs.Logits().size(); });
 }
 
 }  // namespace
