@@ -146,8 +146,8 @@ void AddGpuZooWorkloads(std::vector<Registration>& out) {
   out.push_back(Register<CublasHandlePerStep>(gpu(Info(
       Kind::kZoo, "zoo_cuda_cublas_handle_per_step",
       "Trains an MLP on CUDA and creates a cuBLAS handle every step that is never destroyed, "
-      "planting library-owned growth.",
-      reports::kUnboundedGrowth, ""))));
+      "planting library-owned growth (host state of each handle, and its device workspace).",
+      reports::kUnboundedGrowth, "host.heap_bytes"))));
 }
 
 }  // namespace leakbound::workloads::internal
