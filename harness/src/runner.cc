@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -249,6 +250,7 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
   std::map<OutstandingKey, OutstandingRow> at_first_block_end, at_last_block_end, at_block_end;
   bool have_first_block_end = false;
   StepClock clock(static_cast<std::size_t>(max_steps));
+  std::optional<double> peak_bound;  // only for info.peak_depends_on_schedule
   std::string error;
   try {
     workload->Setup(context);
@@ -292,6 +294,14 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
       if (progress) progress(info.name, done, planned);
     }
     at_last_block_end = Outstanding(*workload, clock, planned - 1);
+    if (info.peak_depends_on_schedule) {
+      // Each session steps on one thread, so its own high-water mark does not depend on the
+      // schedule; their sum bounds what the sessions can hold at once, however they interleave.
+      double bound = 0;
+      for (runtime::EagerSession* s : workload->Sessions())
+        if (s != nullptr) bound += static_cast<double>(s->stats().peak_bytes);
+      peak_bound = bound;
+    }
   } catch (const std::exception& e) {
     error = e.what();
   } catch (...) {
@@ -410,6 +420,7 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
     result.peak_bytes =
         *std::max_element(series[peak_bytes].begin(), series[peak_bytes].end()) - base_live;
   }
+  result.peak_bound_bytes = peak_bound;
   if (alloc_count >= 0) {
     const auto& a = series[static_cast<std::size_t>(alloc_count)];
     const double before = first_measured == 0 ? a[0] : a[first_measured - 1];

@@ -16,6 +16,8 @@ expect() {  # expect CODE DESCRIPTION -- command...
   local got=$?
   if [[ $got -ne $want ]]; then
     echo "FAIL: $what: exit $got, expected $want"; sed 's/^/    /' "$tmp/err.txt" | tail -5
+    # What stdout said about it (a regression list, missed expectations, the check summary).
+    grep -E 'REGRESSION|^- |NOT met|expectation missed|^check:' "$tmp/out.txt" | head -20 | sed 's/^/    /'
     failures=$((failures + 1))
   else
     echo "ok:   $what (exit $got)"

@@ -72,6 +72,32 @@ TEST(Suite, TwentyRepeatedCleanRuns_ZeroFalsePositives) {
   EXPECT_EQ(false_positives, 0);
 }
 
+// threaded_sessions steps four sessions (two SGD, two Adam MLPs) on four threads: its measured
+// peak depends on the interleaving, its bound must not. The bound is the sum of the sessions'
+// own peaks, so it equals twice mlp_sgd's peak plus twice mlp_adam's (the same rigs, one session
+// each), and it bounds every measured peak. Deterministic workloads carry no bound.
+TEST(Suite, ThreadedSessionsPeakBound_IsScheduleIndependentAndBoundsThePeak) {
+  SuiteOptions o = Quiet();
+  o.calibrate = false;
+  o.workloads = {"mlp_sgd", "mlp_adam", "threaded_sessions", "threaded_sessions",
+                 "threaded_sessions"};
+  const reports::Report report = RunSuite(o);
+  ASSERT_EQ(report.workloads.size(), 5u);
+  const auto& sgd = report.workloads[0];
+  const auto& adam = report.workloads[1];
+  EXPECT_FALSE(sgd.peak_bound_bytes.has_value());
+  EXPECT_FALSE(adam.peak_bound_bytes.has_value());
+  const double expected = 2 * sgd.peak_bytes + 2 * adam.peak_bytes;
+  for (std::size_t i = 2; i < 5; ++i) {
+    const auto& w = report.workloads[i];
+    ASSERT_TRUE(w.peak_bound_bytes.has_value()) << "run " << i;
+    EXPECT_EQ(*w.peak_bound_bytes, expected) << "run " << i;
+    EXPECT_LE(w.peak_bytes, *w.peak_bound_bytes) << "run " << i;
+    // At least one session's full step sits on top of everyone's persistent state.
+    EXPECT_GT(w.peak_bytes, w.steady_live_bytes) << "run " << i;
+  }
+}
+
 TEST(Suite, UnknownWorkloadName_IsRejectedWithTheKnownNames) {
   SuiteOptions o = Quiet();
   o.workloads = {"no_such_workload"};

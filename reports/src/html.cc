@@ -255,7 +255,12 @@ void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& 
          "</p>";
   out += "<div class=\"facts\"><span>steady live <b>" +
          EscapeHtml(FormatBytes(workload.steady_live_bytes)) + "</b></span><span>peak <b>" +
-         EscapeHtml(FormatBytes(workload.peak_bytes)) + "</b></span><span>baseline <b>" +
+         EscapeHtml(FormatBytes(workload.peak_bytes)) + "</b>" +
+         (workload.peak_bound_bytes
+              ? " (schedule-dependent; bound <b>" +
+                    EscapeHtml(FormatBytes(*workload.peak_bound_bytes)) + "</b>)"
+              : std::string()) +
+         "</span><span>baseline <b>" +
          EscapeHtml(FormatBytes(workload.baseline_live_bytes)) + "</b></span><span>final <b>" +
          EscapeHtml(FormatBytes(workload.final_live_bytes)) + "</b></span><span>allocs/step <b>" +
          EscapeHtml(FormatCount(workload.allocations_per_step)) + "</b></span><span>step <b>" +

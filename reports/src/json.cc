@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -77,6 +78,7 @@ Json WorkloadToJson(const WorkloadResult& workload) {
   json["steady_live_bytes"] = Number<Json>(workload.steady_live_bytes);
   json["final_live_bytes"] = Number<Json>(workload.final_live_bytes);
   json["peak_bytes"] = Number<Json>(workload.peak_bytes);
+  if (workload.peak_bound_bytes) json["peak_bound_bytes"] = Number<Json>(*workload.peak_bound_bytes);
   json["allocations_per_step"] = Number<Json>(workload.allocations_per_step);
   json["step_time_ns"] = Number<Json>(workload.step_time_ns);
   json["probe_time_ns"] = Number<Json>(workload.probe_time_ns);
@@ -230,6 +232,13 @@ class FieldReader {
 
   // Any JSON number; null reads as NaN ("not measured").
   double Double(const char* key) const { return ToDouble(Require(key), Child(key)); }
+
+  // An optional number: absent or null reads as "none".
+  std::optional<double> OptionalDouble(const char* key) const {
+    const auto found = json_.find(key);
+    if (found == json_.end() || found->is_null()) return std::nullopt;
+    return ToDouble(*found, Child(key));
+  }
 
   int Int(const char* key) const {
     const std::int64_t value = Int64(key);
@@ -420,6 +429,7 @@ WorkloadResult ReadWorkload(const FieldReader& in) {
   workload.steady_live_bytes = in.Double("steady_live_bytes");
   workload.final_live_bytes = in.Double("final_live_bytes");
   workload.peak_bytes = in.Double("peak_bytes");
+  workload.peak_bound_bytes = in.OptionalDouble("peak_bound_bytes");
   workload.allocations_per_step = in.Double("allocations_per_step");
   workload.step_time_ns = in.Double("step_time_ns");
   workload.probe_time_ns = in.Double("probe_time_ns");

@@ -135,6 +135,12 @@ void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
   out += "> " + (workload.evidence.empty() ? std::string("(no evidence recorded)")
                                            : MarkdownEscape(workload.evidence)) +
          "\n\n";
+  if (workload.peak_bound_bytes) {
+    out += "Peak " + FormatBytes(workload.peak_bytes) +
+           " depends on how the sessions' threads interleave; its schedule-independent bound "
+           "(the sum of each session's own peak) is " +
+           FormatBytes(*workload.peak_bound_bytes) + ", and diff judges the peak on the bound.\n\n";
+  }
   if (!workload.counters.empty()) {
     out += "Counter verdicts:\n\n";
     AppendHeader(out,

@@ -72,6 +72,47 @@ TEST(ReportDiffTest, PeakUpTenPercent_IsARegressionWithExactRow) {
             std::string::npos);
 }
 
+// A workload whose sessions step on several threads: its measured peak depends on how they
+// interleave, so diff reports the move as a note and judges the schedule-independent bound.
+TEST(ReportDiffTest, ScheduleDependentPeak_MovesAsANote_TheBoundIsJudged) {
+  Report base = testing::MakeSampleReport();
+  Find(base, "mlp_sgd")->peak_bound_bytes = 3 * kMiB;
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->peak_bytes = 2 * kMiB * 1.13;  // another interleaving
+  DiffResult result = DiffReports(base, fresh, DiffTolerance{});
+  EXPECT_FALSE(result.regression) << result.markdown;
+  EXPECT_EQ(result.notes, 1);
+  EXPECT_EQ(Row(result, "mlp_sgd", "peak").status, DiffStatus::kNote);
+  EXPECT_EQ(Row(result, "mlp_sgd", "peak").reason,
+            "schedule-dependent peak (threads interleave); judged on its bound");
+  EXPECT_EQ(Row(result, "mlp_sgd", "peak bound").status, DiffStatus::kUnchanged);
+
+  // The bound itself growing past tolerance is a regression, whatever the measured peak did.
+  Find(fresh, "mlp_sgd")->peak_bytes = 2 * kMiB;
+  Find(fresh, "mlp_sgd")->peak_bound_bytes = 3 * kMiB * 1.10;
+  result = DiffReports(base, fresh, DiffTolerance{});
+  EXPECT_TRUE(result.regression);
+  EXPECT_EQ(result.regressions, 1);
+  const DiffRow& bound = Row(result, "mlp_sgd", "peak bound");
+  EXPECT_EQ(bound.status, DiffStatus::kRegression);
+  EXPECT_EQ(bound.base_text, "3.00 MiB");
+  EXPECT_EQ(bound.new_text, "3.30 MiB");
+  EXPECT_EQ(Row(result, "mlp_sgd", "peak").status, DiffStatus::kUnchanged);
+}
+
+// Without a bound on both sides (a baseline written before the bound existed) the measured peak
+// is judged as before: no silent loosening.
+TEST(ReportDiffTest, BoundOnOneSideOnly_JudgesTheMeasuredPeak) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->peak_bytes = 2 * kMiB * 1.10;
+  Find(fresh, "mlp_sgd")->peak_bound_bytes = 4 * kMiB;
+  const DiffResult result = DiffReports(base, fresh, DiffTolerance{});
+  EXPECT_TRUE(result.regression);
+  EXPECT_EQ(Row(result, "mlp_sgd", "peak").status, DiffStatus::kRegression);
+  for (const DiffRow& row : result.rows) EXPECT_NE(row.metric, "peak bound");
+}
+
 TEST(ReportDiffTest, PeakUpTwoPercent_WithinFivePercentTolerance_IsNotARegression) {
   const Report base = testing::MakeSampleReport();
   Report fresh = base;

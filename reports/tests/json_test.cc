@@ -134,6 +134,43 @@ TEST(ReportJsonTest, NonFiniteNumbers_AreWrittenAsNull_AndReadBackAsNaN) {
   EXPECT_TRUE(std::isnan(parsed.workloads[0].series[0].values[1]));
 }
 
+// peak_bound_bytes is optional: written only when set, read back as set; a report without it
+// (every deterministic workload, and reports written before the field existed) reads as none.
+TEST(ReportJsonTest, PeakBound_WrittenOnlyWhenSet_AndReadBackExactly) {
+  Report report = MakeSampleReport();
+  report.workloads[0].peak_bound_bytes = 773200;
+  const std::string text = ReportToText(report);
+  EXPECT_EQ(text.find("\"peak_bound_bytes\""), text.rfind("\"peak_bound_bytes\"")) << "written once";
+  EXPECT_NE(text.find("\"peak_bound_bytes\": 773200"), std::string::npos) << text.substr(0, 2000);
+
+  const Report parsed = ParseReport(text, "bound.json");
+  EXPECT_EQ(parsed, report);
+  ASSERT_TRUE(parsed.workloads[0].peak_bound_bytes.has_value());
+  EXPECT_EQ(*parsed.workloads[0].peak_bound_bytes, 773200);
+  for (std::size_t i = 1; i < parsed.workloads.size(); ++i)
+    EXPECT_FALSE(parsed.workloads[i].peak_bound_bytes.has_value()) << i;
+}
+
+TEST(ReportJsonTest, PeakBound_NullReadsAsNone_AndAStringIsAWrongTypeNamingThePath) {
+  const std::string text = ReportToText(MakeSampleReport());
+  const std::string key = "\"peak_bytes\": ";
+  const std::size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  std::string with_null = text;
+  with_null.insert(at, "\"peak_bound_bytes\": null, ");
+  EXPECT_FALSE(ParseReport(with_null, "null.json").workloads[0].peak_bound_bytes.has_value());
+
+  std::string with_string = text;
+  with_string.insert(at, "\"peak_bound_bytes\": \"big\", ");
+  try {
+    ParseReport(with_string, "string.json");
+    FAIL() << "a string bound was accepted";
+  } catch (const ReportError& e) {
+    EXPECT_EQ(e.kind(), ReportErrorKind::kMissingField);
+    EXPECT_EQ(e.json_path(), "$.workloads[0].peak_bound_bytes");
+  }
+}
+
 TEST(ReportJsonTest, Parse_CutInHalf_ThrowsTruncatedNamingFile) {
   const std::string text = SampleText();
   const ReportError error = CatchReportError(

@@ -237,11 +237,12 @@ void AddCleanWorkloads(std::vector<Registration>& out) {
             "Trains an MLP with SGD whose step body throws a custom exception every "
             "5th step after backward and before the optimizer; the workload catches "
             "it and the scope's error path releases the tape.")));
-  out.push_back(Register<ThreadedSessions>(
-      clean("threaded_sessions",
-            "Trains four MLP sessions (SGD and Adam) on four persistent worker "
-            "threads; each step runs one training step on every worker and "
-            "waits for all of them.")));
+  WorkloadInfo threaded = clean("threaded_sessions",
+                                "Trains four MLP sessions (SGD and Adam) on four persistent worker "
+                                "threads; each step runs one training step on every worker and "
+                                "waits for all of them.");
+  threaded.peak_depends_on_schedule = true;
+  out.push_back(Register<ThreadedSessions>(std::move(threaded)));
 }
 
 }  // namespace leakbound::workloads::internal

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,10 @@ struct WorkloadResult {
   double steady_live_bytes = 0;  // runtime live bytes at the last block end
   double final_live_bytes = 0;   // after teardown
   double peak_bytes = 0;
+  // Only for workloads whose peak depends on how threads interleave (several sessions stepping
+  // concurrently): a schedule-independent upper bound on peak_bytes, the sum of each session's
+  // own high-water mark. diff judges such a workload's peak on this bound. Absent otherwise.
+  std::optional<double> peak_bound_bytes;
   double allocations_per_step = 0;
   double step_time_ns = 0;       // median over measured steps
   double probe_time_ns = 0;      // median probe sampling cost per sample

@@ -31,6 +31,10 @@ struct WorkloadInfo {
   // runtime.live_bytes with the allocator's high-water mark between samples).
   std::optional<double> peak_budget_bytes;
   bool needs_cuda = false;                  // GPU-only entries (skipped on the CPU stub)
+  // Several sessions step concurrently, so the process peak depends on how their threads
+  // interleave. The harness then also records a schedule-independent bound (the sum of each
+  // session's own high-water mark), and diff judges the peak on that bound.
+  bool peak_depends_on_schedule = false;
 };
 
 struct WorkloadContext {
