@@ -34,6 +34,34 @@ inline void Store(float* out, float value, bool accumulate) {
   }
 }
 
+// y = act(x + bias) over a rows x cols block, one tight loop per (activation, bias) pair so that
+// the compiler can vectorise the cheap ones. x may alias y.
+template <class Act>
+void BiasActivationLoop(std::int64_t rows, std::int64_t cols, const float* x, const float* bias,
+                        float* y, Act act) {
+  if (bias == nullptr) {
+    const std::int64_t n = rows * cols;
+    for (std::int64_t i = 0; i < n; ++i) y[i] = act(x[i]);
+    return;
+  }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    for (std::int64_t c = 0; c < cols; ++c) yr[c] = act(xr[c] + bias[c]);
+  }
+}
+
+// dx (=|+=) dy * local gradient, the local gradient computed by `grad(i)`.
+template <class Grad>
+void ActivationBackwardLoop(std::int64_t n, const float* dy, float* dx, bool accumulate,
+                            Grad grad) {
+  if (accumulate) {
+    for (std::int64_t i = 0; i < n; ++i) dx[i] += grad(i, dy[i]);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) dx[i] = grad(i, dy[i]);
+  }
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int blas_threads) {
@@ -83,31 +111,35 @@ class CpuBackend final : public Backend {
   }
   void BiasActivation(std::int64_t rows, std::int64_t cols, const float* x, const float* bias,
                       Activation act, float* y) override {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * cols;
-      float* yr = y + r * cols;
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const float v = xr[c] + (bias != nullptr ? bias[c] : 0.0f);
-        switch (act) {
-          case Activation::kNone: yr[c] = v; break;
-          case Activation::kRelu: yr[c] = v > 0.0f ? v : 0.0f; break;
-          case Activation::kGelu: yr[c] = GeluForward(v); break;
-          case Activation::kTanh: yr[c] = std::tanh(v); break;
-        }
-      }
+    switch (act) {
+      case Activation::kNone:
+        return BiasActivationLoop(rows, cols, x, bias, y, [](float v) { return v; });
+      case Activation::kRelu:
+        return BiasActivationLoop(rows, cols, x, bias, y,
+                                  [](float v) { return v > 0.0f ? v : 0.0f; });
+      case Activation::kGelu:
+        return BiasActivationLoop(rows, cols, x, bias, y, [](float v) { return GeluForward(v); });
+      case Activation::kTanh:
+        return BiasActivationLoop(rows, cols, x, bias, y, [](float v) { return std::tanh(v); });
     }
   }
   void ActivationBackward(std::int64_t n, Activation act, const float* pre, const float* out,
                           const float* dy, float* dx, bool accumulate) override {
-    for (std::int64_t i = 0; i < n; ++i) {
-      float g = dy[i];
-      switch (act) {
-        case Activation::kNone: break;
-        case Activation::kRelu: g = out[i] > 0.0f ? g : 0.0f; break;
-        case Activation::kGelu: g *= GeluGrad(pre[i]); break;
-        case Activation::kTanh: g *= 1.0f - out[i] * out[i]; break;
-      }
-      Store(&dx[i], g, accumulate);
+    switch (act) {
+      case Activation::kNone:
+        return ActivationBackwardLoop(n, dy, dx, accumulate, [](std::int64_t, float g) { return g; });
+      case Activation::kRelu:
+        return ActivationBackwardLoop(n, dy, dx, accumulate, [out](std::int64_t i, float g) {
+          return out[i] > 0.0f ? g : 0.0f;
+        });
+      case Activation::kGelu:
+        return ActivationBackwardLoop(n, dy, dx, accumulate, [pre](std::int64_t i, float g) {
+          return g * GeluGrad(pre[i]);
+        });
+      case Activation::kTanh:
+        return ActivationBackwardLoop(n, dy, dx, accumulate, [out](std::int64_t i, float g) {
+          return g * (1.0f - out[i] * out[i]);
+        });
     }
   }
   void ColumnSum(std::int64_t rows, std::int64_t cols, const float* x, float* out,
