@@ -68,14 +68,16 @@ void BackwardNode(Tape& tape, std::uint32_t index) {
       return;
     case OpKind::kLinear: {
       const std::int64_t rows = node.shape[0], cols = node.shape[1];
-      Buffer dpre_scratch;
+      // The gradient through the activation overwrites the node's own gradient: nothing reads
+      // that buffer after this node's backward (no API exposes a non-parameter gradient, and
+      // Backward releases it next), so no scratch of the node's size is needed.
       const float* dpre = dy;
       if (node.activation != Activation::kNone) {
-        dpre_scratch = tape.NewBuffer(FloatBytes(numel), OpKind::kLinear, Role::kWorkspace);
         const float* pre = node.workspace ? node.workspace.floats() : nullptr;
-        be.ActivationBackward(numel, node.activation, pre, node.value.floats(), dy,
-                              dpre_scratch.floats(), false);
-        dpre = dpre_scratch.floats();
+        float* in_place = node.grad.floats();
+        be.ActivationBackward(numel, node.activation, pre, node.value.floats(), dy, in_place,
+                              false);
+        dpre = in_place;
       }
       MatMulGrads(tape, node, dpre);
       if (ParentGrad gb = GradOf(tape, node, 2); gb.ptr != nullptr) {

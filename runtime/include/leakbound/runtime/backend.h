@@ -40,7 +40,8 @@ class Backend {
   // y[r,c] = act(x[r,c] + bias[c]); bias may be null.
   virtual void BiasActivation(std::int64_t rows, std::int64_t cols, const float* x,
                               const float* bias, Activation act, float* y) = 0;
-  // dx = dy * act'(pre) where pre is the activation input and out its output.
+  // dx = dy * act'(pre) where pre is the activation input and out its output. dx may alias dy
+  // (elementwise, in place) when accumulate is false.
   virtual void ActivationBackward(std::int64_t n, Activation act, const float* pre,
                                   const float* out, const float* dy, float* dx,
                                   bool accumulate) = 0;
