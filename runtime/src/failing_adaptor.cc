@@ -46,4 +46,12 @@ void FailingAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
   live_allocations_.fetch_sub(1);
 }
 
+void FailingAdaptor::DoDeallocateMany(std::span<const Block> blocks) noexcept {
+  upstream_->DeallocateMany(blocks);
+  std::int64_t bytes = 0;
+  for (const Block& b : blocks) bytes += static_cast<std::int64_t>(b.bytes);
+  live_bytes_.fetch_sub(bytes);
+  live_allocations_.fetch_sub(static_cast<std::int64_t>(blocks.size()));
+}
+
 }  // namespace leakbound::runtime

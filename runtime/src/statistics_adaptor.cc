@@ -34,6 +34,16 @@ void StatisticsAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
   free_count_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void StatisticsAdaptor::DoDeallocateMany(std::span<const Block> blocks) noexcept {
+  upstream_->DeallocateMany(blocks);
+  std::int64_t bytes = 0;
+  for (const Block& b : blocks) bytes += static_cast<std::int64_t>(b.bytes);
+  const auto count = static_cast<std::int64_t>(blocks.size());
+  live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  live_allocations_.fetch_sub(count, std::memory_order_relaxed);
+  free_count_.fetch_add(count, std::memory_order_relaxed);
+}
+
 MemoryStats StatisticsAdaptor::Snapshot() const {
   MemoryStats s;
   s.live_bytes = live_bytes_.load(std::memory_order_relaxed);

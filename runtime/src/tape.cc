@@ -49,21 +49,25 @@ void Tape::Begin(std::uint64_t generation, ScopeKind scope, bool grad_enabled) {
   backward_floor_ = 0;
 }
 
-void Tape::ReleaseNode(Node& node) noexcept {
-  node.value.Reset();
-  node.grad.Reset();
+void Tape::ReleaseNode(Node& node, ReleaseBatch& batch) noexcept {
+  batch.Add(node.value);
+  batch.Add(node.grad);
   if (leak_workspace_on_end_) {
     node.workspace.Leak();  // planted bug: the bytes stay allocated, nobody holds them
     node.workspace2.Leak();
   } else {
-    node.workspace.Reset();
-    node.workspace2.Reset();
+    batch.Add(node.workspace);
+    batch.Add(node.workspace2);
   }
 }
 
 void Tape::End() noexcept {
-  // Reverse order: views (later nodes) stop pointing into their roots before the roots go.
-  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) ReleaseNode(*it);
+  // Reverse order: views (later nodes) stop pointing into their roots before the roots go. The
+  // blocks are freed in batches: one counter update and one tracking lock per batch.
+  {
+    ReleaseBatch batch;
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) ReleaseNode(*it, batch);
+  }
   nodes_.clear();  // keeps capacity
   if (generation_ != 0) last_generation_ = generation_;
   generation_ = 0;

@@ -11,7 +11,16 @@ void* TrackingAdaptor::DoAllocate(std::size_t bytes, const AllocationTag& tag) {
   void* p = upstream_->Allocate(bytes, tag);
   try {
     std::lock_guard lock(mutex_);
-    outstanding_.emplace(p, OutstandingAllocation{p, bytes, tag, sequence_++});
+    const OutstandingAllocation record{p, bytes, tag, sequence_++};
+    if (spare_.empty()) {
+      outstanding_.emplace(p, record);
+    } else {  // reuse a map node freed earlier: no heap traffic per allocation in steady state
+      Map::node_type node = std::move(spare_.back());
+      spare_.pop_back();
+      node.key() = p;
+      node.mapped() = record;
+      outstanding_.insert(std::move(node));
+    }
   } catch (...) {  // the map could not grow: do not leak the upstream allocation
     upstream_->Deallocate(p, bytes);
     throw;
@@ -19,12 +28,29 @@ void* TrackingAdaptor::DoAllocate(std::size_t bytes, const AllocationTag& tag) {
   return p;
 }
 
+void TrackingAdaptor::Forget(const void* ptr) noexcept {
+  Map::node_type node = outstanding_.extract(ptr);
+  if (node.empty()) return;
+  try {
+    spare_.push_back(std::move(node));
+  } catch (...) {  // no room to keep it: the node is simply freed
+  }
+}
+
 void TrackingAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
   {
     std::lock_guard lock(mutex_);
-    outstanding_.erase(ptr);
+    Forget(ptr);
   }
   upstream_->Deallocate(ptr, bytes);
+}
+
+void TrackingAdaptor::DoDeallocateMany(std::span<const Block> blocks) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    for (const Block& b : blocks) Forget(b.ptr);
+  }
+  upstream_->DeallocateMany(blocks);
 }
 
 std::size_t TrackingAdaptor::outstanding_count() const {

@@ -159,5 +159,56 @@ TEST(Stack, FailedAllocationLeavesStatisticsUntouched) {
   EXPECT_EQ(s.live_bytes, 0);
 }
 
+// A ReleaseBatch through the whole adaptor stack leaves every counter exactly where per-buffer
+// Reset would, empties the Buffers at once, and flushes at its capacity and when the resource
+// changes (buffers of two stacks in one batch each go back to their own).
+TEST(ReleaseBatch, FreesThroughEveryAdaptorExactlyLikeOneByOne) {
+  HostResource host;
+  StatisticsAdaptor process(&host);
+  TrackingAdaptor tracking(&process);
+  StatisticsAdaptor session(&tracking);
+  FailingAdaptor failing(&session);
+  StatisticsAdaptor other(&host);
+
+  std::vector<Buffer> buffers;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < 150; ++i) {  // more than one batch's 64 blocks
+    buffers.emplace_back(i % 7 == 3 ? static_cast<MemoryResource*>(&other) : &failing, 16 + i,
+                         AllocationTag{});
+    if (i % 7 != 3) bytes += 16 + i;
+  }
+  const std::int64_t mine = 150 - 150 / 7 - (150 % 7 > 3 ? 1 : 0);
+  ASSERT_EQ(session.Snapshot().live_allocations, mine);
+  ASSERT_EQ(session.Snapshot().live_bytes, static_cast<std::int64_t>(bytes));
+  ASSERT_EQ(tracking.outstanding_count(), static_cast<std::size_t>(mine));
+  {
+    ReleaseBatch batch;
+    for (std::size_t i = 0; i + 1 < buffers.size(); ++i) {
+      batch.Add(buffers[i]);
+      EXPECT_FALSE(buffers[i]) << "a buffer added to a batch is empty at once";
+    }
+    batch.Add(buffers.back());
+    Buffer empty;
+    batch.Add(empty);  // an empty buffer is ignored
+  }
+  for (StatisticsAdaptor* s : {&process, &session, &other}) {
+    const MemoryStats st = s->Snapshot();
+    EXPECT_EQ(st.live_bytes, 0);
+    EXPECT_EQ(st.live_allocations, 0);
+    EXPECT_EQ(st.free_count, st.allocation_count);
+  }
+  EXPECT_EQ(session.Snapshot().free_count, mine);
+  EXPECT_EQ(failing.live_bytes(), 0);
+  EXPECT_EQ(tracking.outstanding_count(), 0u);
+
+  // The tracking adaptor reuses the records of freed allocations, and still lists new ones.
+  Buffer again(&failing, 32, AllocationTag{1, 2, "again", Role::kValue, ScopeKind::kStep});
+  ASSERT_EQ(tracking.Outstanding().size(), 1u);
+  EXPECT_EQ(tracking.Outstanding()[0].bytes, 32u);
+  EXPECT_STREQ(tracking.Outstanding()[0].tag.op, "again");
+  again.Reset();
+  EXPECT_EQ(tracking.outstanding_count(), 0u);
+}
+
 }  // namespace
 }  // namespace leakbound::runtime

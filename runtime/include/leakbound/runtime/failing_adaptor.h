@@ -27,6 +27,7 @@ class FailingAdaptor final : public MemoryResource {
  private:
   void* DoAllocate(std::size_t bytes, const AllocationTag& tag) override;
   void DoDeallocate(void* ptr, std::size_t bytes) noexcept override;
+  void DoDeallocateMany(std::span<const Block> blocks) noexcept override;
   DeviceKind DoDevice() const override { return upstream_->device(); }
 
   MemoryResource* upstream_;

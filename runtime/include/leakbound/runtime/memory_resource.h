@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +42,12 @@ struct AllocationTag {
   ScopeKind scope = ScopeKind::kNone;
 };
 
+// One allocation to free: the pointer and the size that was passed to Allocate.
+struct Block {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+};
+
 class MemoryResource {
  public:
   virtual ~MemoryResource() = default;
@@ -55,11 +62,20 @@ class MemoryResource {
   }
   // `bytes` must be the size passed to Allocate.
   void Deallocate(void* ptr, std::size_t bytes) noexcept { DoDeallocate(ptr, bytes); }
+  // Frees several allocations of this resource, as a scope exit does with a whole tape. The
+  // effect is that of Deallocate on each; adaptors override it to update their counters and
+  // take their lock once per batch instead of once per block.
+  void DeallocateMany(std::span<const Block> blocks) noexcept {
+    if (!blocks.empty()) DoDeallocateMany(blocks);
+  }
   DeviceKind device() const { return DoDevice(); }
 
  private:
   virtual void* DoAllocate(std::size_t bytes, const AllocationTag& tag) = 0;
   virtual void DoDeallocate(void* ptr, std::size_t bytes) noexcept = 0;
+  virtual void DoDeallocateMany(std::span<const Block> blocks) noexcept {
+    for (const Block& b : blocks) DoDeallocate(b.ptr, b.bytes);
+  }
   virtual DeviceKind DoDevice() const = 0;
 };
 

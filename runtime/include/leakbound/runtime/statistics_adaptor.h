@@ -31,6 +31,7 @@ class StatisticsAdaptor final : public MemoryResource {
  private:
   void* DoAllocate(std::size_t bytes, const AllocationTag& tag) override;
   void DoDeallocate(void* ptr, std::size_t bytes) noexcept override;
+  void DoDeallocateMany(std::span<const Block> blocks) noexcept override;
   DeviceKind DoDevice() const override { return upstream_->device(); }
   void RaisePeak(std::int64_t live);
 

@@ -136,7 +136,7 @@ class Tape {
   float* GradFor(std::uint32_t index, bool* accumulate);
 
  private:
-  void ReleaseNode(Node& node) noexcept;
+  void ReleaseNode(Node& node, ReleaseBatch& batch) noexcept;
 
   std::uint64_t session_id_;
   Backend* backend_;

@@ -42,11 +42,19 @@ class TrackingAdaptor final : public MemoryResource {
  private:
   void* DoAllocate(std::size_t bytes, const AllocationTag& tag) override;
   void DoDeallocate(void* ptr, std::size_t bytes) noexcept override;
+  void DoDeallocateMany(std::span<const Block> blocks) noexcept override;
   DeviceKind DoDevice() const override { return upstream_->device(); }
+
+  using Map = std::unordered_map<const void*, OutstandingAllocation>;
+  // Moves the record of `ptr` (if any) to spare_. Under mutex_.
+  void Forget(const void* ptr) noexcept;
 
   MemoryResource* upstream_;
   mutable std::mutex mutex_;
-  std::unordered_map<const void*, OutstandingAllocation> outstanding_;
+  Map outstanding_;
+  // Map nodes of freed allocations, reused by the next allocations: at most the peak number of
+  // outstanding allocations, so bounded, and never counted by the statistics adaptors.
+  std::vector<Map::node_type> spare_;
   std::uint64_t sequence_ = 0;
 };
 
