@@ -96,7 +96,7 @@ void MeasureProbeCost(const RunOptions& options, reports::Report& report) {
   const double probe = probe_ns[probe_ns.size() / 2];
   report.benchmarks.push_back({"medium_mlp_step_time", step, "ns"});
   report.benchmarks.push_back({"probe_sample_time", probe, "ns"});
-  report.benchmarks.push_back({"probe_cost_fraction_of_medium_step", probe / step, "ratio"});
+  report.benchmarks.push_back({"probe_cost_percent_of_medium_step", 100.0 * probe / step, "%"});
 }
 
 class Progress {
@@ -156,28 +156,44 @@ reports::RunMetadata CurrentMetadata(const RunOptions& options) {
   return m;
 }
 
-reports::Report RunSuite(const SuiteOptions& options) {
+std::vector<const workloads::Registration*> SelectWorkloads(const SuiteOptions& options) {
   ValidateRunOptions(options.run);
+  if (options.calibrate && options.calibration_runs > 0 &&
+      static_cast<long long>(options.run.blocks) * options.run.steps_per_block < 3) {
+    throw std::invalid_argument(
+        "noise-floor calibration needs at least 3 measured steps (blocks x steps), got " +
+        std::to_string(options.run.blocks) + " x " + std::to_string(options.run.steps_per_block) +
+        "; raise --blocks or --steps, or pass --no-calibrate");
+  }
   std::vector<const workloads::Registration*> selected;
   const bool cuda = options.run.device.kind == runtime::DeviceKind::kCuda;
   if (options.workloads.empty()) {
     for (const auto& reg : workloads::AllWorkloads())
       if (cuda || !reg.info.needs_cuda) selected.push_back(&reg);
-  } else {
-    for (const std::string& name : options.workloads) {
-      const workloads::Registration* reg = workloads::FindWorkload(name);
-      if (reg == nullptr) {
-        std::string known;
-        for (const auto& r : workloads::AllWorkloads()) known += (known.empty() ? "" : ", ") + r.info.name;
-        throw std::invalid_argument("unknown workload '" + name + "'; known workloads: " + known +
-                                    " (see `leakbound list`)");
-      }
-      if (reg->info.needs_cuda && !cuda) {
-        throw std::invalid_argument("workload '" + name + "' needs a CUDA device; run it with --device cuda");
-      }
-      selected.push_back(reg);
-    }
+    return selected;
   }
+  for (const std::string& name : options.workloads) {
+    const workloads::Registration* reg = workloads::FindWorkload(name);
+    if (reg == nullptr) {
+      std::string known;
+      for (const auto& r : workloads::AllWorkloads()) known += (known.empty() ? "" : ", ") + r.info.name;
+      throw std::invalid_argument("unknown workload '" + name + "'; known workloads: " + known +
+                                  " (see `leakbound list`)");
+    }
+    if (reg->info.needs_cuda && !cuda) {
+      throw std::invalid_argument("workload '" + name + "' needs a CUDA device; run it with --device cuda");
+    }
+    if (std::find(selected.begin(), selected.end(), reg) != selected.end()) {
+      throw std::invalid_argument("workload '" + name +
+                                  "' is named twice; a report holds each workload once");
+    }
+    selected.push_back(reg);
+  }
+  return selected;
+}
+
+reports::Report RunSuite(const SuiteOptions& options) {
+  const std::vector<const workloads::Registration*> selected = SelectWorkloads(options);
   const auto started = Clock::now();
   reports::Report report;
   report.meta = CurrentMetadata(options.run);
@@ -188,10 +204,12 @@ reports::Report RunSuite(const SuiteOptions& options) {
     progress.Note("calibrating noise floors of noisy counters on clean runs ...");
     run.noise_floors = Runner(options.run).Calibrate({"mlp_sgd", "mlp_eval"}, options.calibration_runs);
     for (const auto& [name, floor] : run.noise_floors) {
+      // Noisy counters are byte counters (host heap, RSS, driver memory) or counts.
+      const bool bytes = name.size() >= 5 && name.compare(name.size() - 5, 5, "bytes") == 0;
       report.benchmarks.push_back({"noise_floor." + name + ".slope_per_step", floor.slope_per_step,
-                                   "per step"});
+                                   bytes ? "bytes/step" : "per step"});
       report.benchmarks.push_back({"noise_floor." + name + ".total_growth", floor.total_growth,
-                                   "units"});
+                                   bytes ? "bytes" : "count"});
     }
   }
   const Runner runner(run);
@@ -217,7 +235,7 @@ bool AllExpectationsMet(const reports::Report& report) {
 
 void PrintSummary(const reports::Report& report, std::ostream& out) {
   out << std::left << std::setw(30) << "workload" << std::setw(6) << "kind" << std::setw(26)
-      << "verdict" << std::setw(10) << "expected" << std::right << std::setw(12) << "steady"
+      << "verdict" << std::setw(10) << "met?" << std::right << std::setw(12) << "steady"
       << std::setw(12) << "peak" << std::setw(13) << "allocs/step" << std::setw(12) << "step time"
       << "\n";
   for (const auto& w : report.workloads) {
@@ -230,8 +248,8 @@ void PrintSummary(const reports::Report& report, std::ostream& out) {
         << reports::FormatDuration(w.step_time_ns) << "\n";
   }
   for (const auto& b : report.benchmarks) {
-    if (b.name == "probe_cost_fraction_of_medium_step") {
-      out << "probe sampling: " << std::setprecision(3) << b.value * 100
+    if (b.name == "probe_cost_percent_of_medium_step") {
+      out << "probe sampling: " << std::setprecision(3) << b.value
           << "% of the medium MLP training step (batch 128, 1024-1024-1024-10)\n";
     }
   }

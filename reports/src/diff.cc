@@ -134,8 +134,12 @@ std::string RenderDiffMarkdown(const Report& base, const Report& fresh,
   out += "Tolerances: live/peak bytes and allocations/step " +
          TolerancePercent(tolerance.relative) + " (floors " +
          FormatBytes(tolerance.absolute_bytes) + ", " + FormatCount(tolerance.absolute_allocations) +
-         " allocations); step time " + TolerancePercent(tolerance.step_time_relative) +
-         " (floor " + FormatDuration(tolerance.step_time_absolute_ns) + ").\n\n";
+         " allocations); step time " +
+         (tolerance.compare_step_time
+              ? TolerancePercent(tolerance.step_time_relative) + " (floor " +
+                    FormatDuration(tolerance.step_time_absolute_ns) + ")"
+              : std::string("shown, not compared")) +
+         ".\n\n";
   bool listed = false;
   for (const DiffRow& row : result.rows) {
     if (row.status != DiffStatus::kRegression) continue;
@@ -212,6 +216,11 @@ DiffResult DiffReports(const Report& base, const Report& fresh, const DiffTolera
     for (const MetricRule& rule : rules) {
       DiffRow row = CompareMetric(base_workload.name, rule, base_workload.*rule.field,
                                   fresh_workload.*rule.field);
+      if (!tolerance.compare_step_time && rule.field == &WorkloadResult::step_time_ns) {
+        row.status = DiffStatus::kUnchanged;  // informational: timings of different machines
+        result.rows.push_back(std::move(row));
+        continue;
+      }
       if (peak_on_bound && rule.field == &WorkloadResult::peak_bytes) {
         // Threads interleave differently from run to run, so the measured peak of a concurrent
         // workload moves without any change in the code: report its move, judge the bound.

@@ -153,6 +153,19 @@ std::string FormatInUnit(double value, std::string_view unit) {
   return FormatCount(value);
 }
 
+std::string FormatFigure(const BenchmarkFigure& figure) {
+  const std::string_view unit = figure.unit;
+  if (unit == "bytes" || unit == "ns") return FormatInUnit(figure.value, unit);
+  if (unit == "bytes/step") return FormatBytes(figure.value) + "/step";
+  char buffer[64];
+  if (unit == "%") {
+    std::snprintf(buffer, sizeof buffer, "%.3g%%", figure.value);
+    return buffer;
+  }
+  const std::string value = FormatCount(figure.value);
+  return unit.empty() ? value : value + " " + std::string(unit);
+}
+
 std::string CounterUnit(const WorkloadResult& workload, std::string_view counter) {
   for (const CounterSeries& series : workload.series) {
     if (series.name == counter) return series.unit;

@@ -279,11 +279,10 @@ void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& 
 void AppendBenchmarks(const Report& report, std::string& out) {
   if (report.benchmarks.empty()) return;
   out += "<h3>Benchmarks</h3><div class=\"scroll\"><table class=\"summary\">" +
-         HeaderRow({"Figure", "Value", "Unit"}, {false, true, false});
+         HeaderRow({"Figure", "Value"}, {false, true});
   for (const BenchmarkFigure& figure : report.benchmarks) {
     out += "<tr>" + Cell("<code>" + EscapeHtml(figure.name) + "</code>") +
-           Cell(EscapeHtml(FormatInUnit(figure.value, figure.unit)), true) +
-           Cell(EscapeHtml(figure.unit)) + "</tr>";
+           Cell(EscapeHtml(FormatFigure(figure)), true) + "</tr>";
   }
   out += "</table></div>";
 }

@@ -218,6 +218,15 @@ class FieldReader {
 
   const std::string& path() const { return path_; }
 
+  // A field whose value contradicts another field of the same object.
+  [[noreturn]] void ThrowInconsistent(const char* key, const std::string& why) const {
+    const std::string path = Child(key);
+    throw ReportError(ReportErrorKind::kMissingField, std::string(source_), path,
+                      std::string(source_) + ": field `" + path + "` contradicts the report: " + why +
+                          "; fix the file or " + std::string(kRegenerateHint));
+  }
+
+
   std::string String(const char* key) const {
     const nlohmann::json& value = Require(key);
     if (!value.is_string()) ThrowWrongType(value, Child(key), "a string");
@@ -420,6 +429,13 @@ WorkloadResult ReadWorkload(const FieldReader& in) {
   workload.expectation = in.String("expectation");
   workload.verdict = in.String("verdict");
   workload.met_expectation = in.Bool("met_expectation");
+  // A met expectation is the expected verdict (the harness may still call a matching verdict
+  // unmet, when a zoo entry was flagged on another counter than the one it names).
+  if (workload.met_expectation && workload.verdict != workload.expectation) {
+    in.ThrowInconsistent("met_expectation", "it is true but verdict '" + workload.verdict +
+                                                "' is not the expectation '" +
+                                                workload.expectation + "'");
+  }
   workload.evidence = in.String("evidence");
   workload.warmup_steps = in.Int("warmup_steps");
   workload.blocks = in.Int("blocks");

@@ -177,13 +177,7 @@ void AppendBenchmarks(const Report& report, std::string& out) {
   out += "## Benchmarks\n\n";
   AppendHeader(out, {"Figure", "Value"}, {false, true});
   for (const BenchmarkFigure& figure : report.benchmarks) {
-    std::string value = FormatInUnit(figure.value, figure.unit);
-    // FormatInUnit already names bytes and ns; other units are appended as written.
-    if (figure.unit != "bytes" && figure.unit != "ns" && !figure.unit.empty()) {
-      value += ' ';
-      value += MarkdownEscape(figure.unit);
-    }
-    AppendRow(out, {MarkdownEscape(figure.name), value});
+    AppendRow(out, {MarkdownEscape(figure.name), MarkdownEscape(FormatFigure(figure))});
   }
   out += "\n";
 }

@@ -180,6 +180,21 @@ TEST(ReportDiffTest, StepTimeDoubling_IsARegression) {
   EXPECT_EQ(Row(result, "mlp_sgd", "step time").delta_text, "+1.20 ms");
 }
 
+// check compares against baselines from another machine: step time is shown, never judged.
+TEST(ReportDiffTest, StepTimeNotCompared_DoublingIsShownButNotARegression) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->step_time_ns *= 2;
+  DiffTolerance tolerance;
+  tolerance.compare_step_time = false;
+  const DiffResult result = DiffReports(base, fresh, tolerance);
+  EXPECT_FALSE(result.regression) << result.markdown;
+  const DiffRow& row = Row(result, "mlp_sgd", "step time");
+  EXPECT_EQ(row.status, DiffStatus::kUnchanged);
+  EXPECT_EQ(row.percent_text, "+100.0%");
+  EXPECT_NE(result.markdown.find("step time shown, not compared."), std::string::npos);
+}
+
 TEST(ReportDiffTest, StepTimeUnderAbsoluteFloor_IsNotARegression) {
   Report base = testing::MakeSampleReport();
   Find(base, "mlp_sgd")->step_time_ns = 400;

@@ -171,6 +171,27 @@ TEST(ReportJsonTest, PeakBound_NullReadsAsNone_AndAStringIsAWrongTypeNamingThePa
   }
 }
 
+// met_expectation is derived from verdict and expectation; a file that says "met" for another
+// verdict was edited by hand or written by a broken tool, and diff must not trust it.
+TEST(ReportJsonTest, MetExpectationContradictingTheVerdict_IsRefusedWithThePath) {
+  Report report = MakeSampleReport();
+  WorkloadResult* zoo = nullptr;
+  for (WorkloadResult& w : report.workloads)
+    if (w.kind == "zoo" && w.met_expectation) zoo = &w;
+  ASSERT_NE(zoo, nullptr);
+  zoo->verdict = kPass;  // still "met"
+  try {
+    ParseReport(ReportToText(report), "edited.json");
+    FAIL() << "a met expectation with another verdict was accepted";
+  } catch (const ReportError& e) {
+    EXPECT_EQ(e.kind(), ReportErrorKind::kMissingField);
+    EXPECT_NE(std::string(e.what()).find("met_expectation"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not the expectation"), std::string::npos) << e.what();
+  }
+  zoo->met_expectation = false;  // consistent again: a missed detection
+  EXPECT_NO_THROW(ParseReport(ReportToText(report), "missed.json"));
+}
+
 TEST(ReportJsonTest, Parse_CutInHalf_ThrowsTruncatedNamingFile) {
   const std::string text = SampleText();
   const ReportError error = CatchReportError(

@@ -79,6 +79,14 @@ TEST(ReportMarkdownTest, Benchmarks_ListedWithUnits) {
   EXPECT_TRUE(Contains(markdown, "| steps_per_second | 833.30 steps/s |\n"));
 }
 
+TEST(ReportMarkdownTest, FormatFigure_NamesEveryUnitOnce) {
+  EXPECT_EQ(FormatFigure({"t", 24.5e6, "ns"}), "24.5 ms");
+  EXPECT_EQ(FormatFigure({"b", 65536, "bytes"}), "64.00 KiB");
+  EXPECT_EQ(FormatFigure({"s", 2048, "bytes/step"}), "2.00 KiB/step");
+  EXPECT_EQ(FormatFigure({"p", 0.0109, "%"}), "0.0109%");
+  EXPECT_EQ(FormatFigure({"c", 12, ""}), "12");
+}
+
 TEST(ReportMarkdownTest, HostileNames_CannotBreakTablesOrInjectHtml) {
   Report report = testing::MakeSampleReport();
   report.workloads[2].name = "a|b <script>alert(1)</script>\nnext";

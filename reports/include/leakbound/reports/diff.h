@@ -28,6 +28,9 @@ struct DiffTolerance {
   // a slowdown past +50% and past 1 us counts.
   double step_time_relative = 0.5;
   double step_time_absolute_ns = 1000;
+  // False: step time is shown but never judged (check against baselines recorded on another
+  // machine, where a timing comparison means nothing).
+  bool compare_step_time = true;
 };
 
 enum class DiffStatus {

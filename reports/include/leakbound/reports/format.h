@@ -43,6 +43,8 @@ std::string FormatCountCompact(double count);
 
 // A value in a series unit: "bytes" -> FormatBytes, "ns" -> FormatDuration, else FormatCount.
 std::string FormatInUnit(double value, std::string_view unit);
+// A benchmark figure's value with its unit: "24.5 ms", "2.1 KiB/step", "0.0109%", "3.2 ratio".
+std::string FormatFigure(const BenchmarkFigure& figure);
 
 // The unit of counter `counter` in `workload`: its series' unit when there is one, else "bytes"
 // for names ending in "bytes", else "count".
