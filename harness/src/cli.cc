@@ -3,6 +3,8 @@
 // missed zoo entry, or a regression past tolerance; 2 usage or input errors (nothing written).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -43,6 +45,26 @@ lb::runtime::Device ParseDevice(const std::string& text) {
   throw UsageError("--device must be cpu, cuda or cuda:N, got '" + text + "'");
 }
 
+// An output folder this run creates is removed again if the run fails before writing into it, so
+// a failed command leaves nothing behind (a folder that existed is left as it was).
+class OutputFolder {
+ public:
+  explicit OutputFolder(fs::path dir) : dir_(std::move(dir)) {
+    std::error_code ec;
+    existed_ = fs::exists(dir_, ec);
+  }
+  OutputFolder(const OutputFolder&) = delete;
+  OutputFolder& operator=(const OutputFolder&) = delete;
+  ~OutputFolder() {
+    std::error_code ec;
+    if (!existed_ && fs::is_empty(dir_, ec) && !ec) fs::remove(dir_, ec);  // only when empty
+  }
+
+ private:
+  fs::path dir_;
+  bool existed_ = false;
+};
+
 // Fails fast (before a long run) when the output folder cannot be created or written.
 void EnsureWritableDir(const fs::path& dir) {
   std::error_code ec;
@@ -68,7 +90,7 @@ struct RunFlags {
   int steps = 16;
   std::string warmup = "auto";
   int threads = 1;
-  std::uint64_t seed = 1;
+  std::string seed = "1";
   bool no_calibrate = false;
   bool quiet = false;
 };
@@ -82,7 +104,8 @@ void AddRunFlags(CLI::App* cmd, RunFlags& f) {
                   "stop changing")
       ->capture_default_str();
   cmd->add_option("--blas-threads", f.threads, "OpenBLAS threads for CPU sessions")->capture_default_str();
-  cmd->add_option("--seed", f.seed, "seed for workload data")->capture_default_str();
+  cmd->add_option("--seed", f.seed, "seed for workload data, an integer in [0, 2^64)")
+      ->capture_default_str();
   cmd->add_flag("--no-calibrate", f.no_calibrate,
                 "skip noise-floor calibration: noisy counters (host heap, driver) are then "
                 "reported, not judged, so zoo entries detected only by them count as missed");
@@ -108,7 +131,16 @@ lb::harness::SuiteOptions ToSuiteOptions(const RunFlags& f) {
   }
   if (f.threads < 0 || f.threads > 256) throw UsageError("--blas-threads must be in [0, 256]");
   o.run.blas_threads = f.threads;
-  o.run.seed = f.seed;
+  {
+    std::uint64_t seed = 0;
+    const char* first = f.seed.data();
+    const char* last = first + f.seed.size();
+    const auto [end, ec] = std::from_chars(first, last, seed);
+    if (f.seed.empty() || ec != std::errc() || end != last) {
+      throw UsageError("--seed must be an integer in [0, 18446744073709551615], got '" + f.seed + "'");
+    }
+    o.run.seed = seed;
+  }
   o.calibrate = !f.no_calibrate;
   o.progress = !f.quiet;
   try {
@@ -144,14 +176,15 @@ int CmdRun(const RunFlags& flags, const std::vector<std::string>& names, bool al
   if (names.empty() && !all) throw UsageError("name workloads to run, or pass --all (see `leakbound list`)");
   if (!names.empty() && all) throw UsageError("pass either workload names or --all, not both");
   lb::harness::SuiteOptions options = ToSuiteOptions(flags);
-  lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
   options.workloads = names;
-  for (const std::string& name : names) {
-    if (lb::workloads::FindWorkload(name) == nullptr) {
-      throw UsageError("unknown workload '" + name + "'; known workloads: see `leakbound list`");
-    }
+  try {
+    lb::harness::SelectWorkloads(options);  // names, duplicates, device, schedule: before writing
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
+  lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
   lb::harness::DeviceClass(options.run.device);  // opens the device: fails before anything is written
+  const OutputFolder folder(out);
   EnsureWritableDir(out);
   const lb::reports::Report report = lb::harness::RunSuite(options);
   WriteReportSet(report, out);
@@ -178,9 +211,18 @@ int CmdDiff(const fs::path& base, const fs::path& fresh, const lb::reports::Diff
 int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& out,
              lb::reports::DiffTolerance tol, bool update) {
   lb::harness::SuiteOptions options = ToSuiteOptions(flags);
+  try {
+    lb::harness::SelectWorkloads(options);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
   std::vector<lb::reports::Report> bases;
   if (!update) {
+    if (fs::exists(baselines) && !fs::is_directory(baselines)) {
+      throw UsageError("--baselines " + baselines.string() +
+                       " is a file; pass the folder that holds one <workload>.json per clean workload");
+    }
     if (!fs::is_directory(baselines)) {
       throw UsageError("baseline folder " + baselines.string() +
                        " does not exist; create it with `leakbound check --baselines DIR --update`");
@@ -189,7 +231,11 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
     for (const auto& e : fs::directory_iterator(baselines))
       if (e.path().extension() == ".json") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-    if (files.empty()) throw UsageError("no baseline reports (*.json) in " + baselines.string());
+    if (files.empty()) {
+      throw UsageError("no baseline reports (*.json) in " + baselines.string() +
+                       "; record them with `leakbound check --baselines " + baselines.string() +
+                       " --update`");
+    }
     for (const fs::path& p : files) bases.push_back(lb::reports::LoadReport(p));
     const std::string device_class = lb::harness::DeviceClass(options.run.device);
     for (std::size_t i = 0; i < bases.size(); ++i) {
@@ -201,6 +247,7 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
       }
     }
   }
+  const OutputFolder folder(out);
   EnsureWritableDir(out);
   const lb::reports::Report report = lb::harness::RunSuite(options);
   WriteReportSet(report, out);
@@ -237,10 +284,26 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
     regressions += d.regressions;
     md << d.markdown << "\n";
   }
+  // A clean workload with no baseline is not checked at all: say so, so it gets one.
+  int unbaselined = 0;
+  for (const auto& w : report.workloads) {
+    if (w.kind != "clean") continue;
+    const bool has_base = std::any_of(bases.begin(), bases.end(), [&](const auto& b) {
+      return std::any_of(b.workloads.begin(), b.workloads.end(),
+                         [&](const auto& bw) { return bw.name == w.name; });
+    });
+    if (has_base) continue;
+    ++unbaselined;
+    md << "**Not checked**: clean workload `" << w.name << "` has no baseline in "
+       << baselines.string() << "; add one with `leakbound check --baselines "
+       << baselines.string() << " --update` (rewrites all) after review.\n\n";
+  }
   lb::reports::WriteFileAtomically(out / "diff.md", md.str());
   std::cout << "\n" << md.str();
   const bool met = lb::harness::AllExpectationsMet(report);
   std::cout << "check: " << bases.size() << " baselines, " << regressions << " regressions, "
+            << (unbaselined > 0 ? std::to_string(unbaselined) + " clean workloads without a baseline, "
+                                : std::string())
             << (met ? "every expectation met" : "some expectations NOT met") << "\n";
   return regressions == 0 && met ? kOk : kFailed;
 }
@@ -285,9 +348,9 @@ int main(int argc, char** argv) {
   auto* diff = app.add_subcommand("diff", "Markdown regression diff of two reports; exit 1 on a regression");
   diff->add_option("base", base_path, "baseline report.json")->required();
   diff->add_option("new", new_path, "new report.json")->required();
-  diff->add_option("--tolerance", tol.relative, "relative tolerance for memory figures")
+  diff->add_option("--tolerance", tol.relative, "relative tolerance for memory figures, a fraction: 0.05 = 5%")
       ->check(CLI::Range(0.0, 100.0))->capture_default_str();
-  diff->add_option("--time-tolerance", tol.step_time_relative, "relative tolerance for step time")
+  diff->add_option("--time-tolerance", tol.step_time_relative, "relative tolerance for step time, a fraction: 0.5 = +50%")
       ->check(CLI::Range(0.0, 1e6))->capture_default_str();
   diff->add_option("--out,-o", diff_out, "also write the Markdown to this file");
 
@@ -296,19 +359,19 @@ int main(int argc, char** argv) {
   std::string check_out = "reports/check";
   bool update = false;
   lb::reports::DiffTolerance check_tol;
-  // Baselines are recorded on another machine: timing is not compared unless asked for.
-  check_tol.step_time_relative = 1e6;
+  // Baselines are recorded on another machine: timing is shown, not compared, unless asked for.
   auto* check = app.add_subcommand("check", "run everything and diff against committed baselines");
   check->add_option("--baselines", baselines, "baseline folder (one report per clean workload)")
       ->capture_default_str();
   check->add_option("--out,-o", check_out, "output folder for the fresh reports and diff.md")
       ->capture_default_str();
   check->add_flag("--update", update, "rewrite the baselines from this run instead of diffing");
-  check->add_option("--tolerance", check_tol.relative, "relative tolerance for memory figures")
+  check->add_option("--tolerance", check_tol.relative, "relative tolerance for memory figures, a fraction: 0.05 = 5%")
       ->check(CLI::Range(0.0, 100.0))->capture_default_str();
-  check->add_option("--time-tolerance", check_tol.step_time_relative,
-                    "relative tolerance for step time (default: not compared across machines)")
-      ->check(CLI::Range(0.0, 1e6));
+  auto* check_time = check->add_option("--time-tolerance", check_tol.step_time_relative,
+                                       "relative tolerance for step time, e.g. 0.5 = +50% (default: "
+                                       "not compared: baselines come from another machine)")
+                          ->check(CLI::Range(0.0, 1e6));
   AddRunFlags(check, check_flags);
 
   std::string render_in, render_out;
@@ -329,7 +392,10 @@ int main(int argc, char** argv) {
     if (*list) return CmdList(list_json);
     if (*run) return CmdRun(run_flags, names, all, out_dir);
     if (*diff) return CmdDiff(base_path, new_path, tol, diff_out);
-    if (*check) return CmdCheck(check_flags, baselines, check_out, check_tol, update);
+    if (*check) {
+      check_tol.compare_step_time = check_time->count() > 0;
+      return CmdCheck(check_flags, baselines, check_out, check_tol, update);
+    }
     if (*render) return CmdRender(render_in, as_html, as_md, render_out);
   } catch (const UsageError& e) {
     std::cerr << "leakbound: " << e.what() << "\n";

@@ -50,6 +50,23 @@ touch "$tmp/file"
 expect 2 "output folder is a file" -- "$lb" run mlp_sgd --out "$tmp/file/sub" -q
 expect 2 "cuda on a machine without one" -- "$lb" run mlp_sgd --device cuda --out "$tmp/c" -q
 expect_stderr "cuda"
+no_folder() {  # a refused command leaves no output folder behind
+  [[ ! -e "$1" ]] || { echo "FAIL: $1 was left behind by a refused command"; failures=$((failures + 1)); }
+}
+expect 2 "a workload named twice" -- "$lb" run mlp_sgd mlp_sgd --out "$tmp/twice" -q
+expect_stderr "named twice"
+no_folder "$tmp/twice"
+expect 2 "too few steps to calibrate" -- "$lb" run mlp_sgd --blocks 2 --steps 1 --out "$tmp/short" -q
+expect_stderr "--no-calibrate"
+no_folder "$tmp/short"
+expect 0 "the same schedule without calibration" -- "$lb" run mlp_sgd --blocks 2 --steps 1 --no-calibrate --out "$tmp/short2" -q
+expect 2 "a CUDA-only workload on the CPU" -- "$lb" run zoo_cuda_raw_malloc_bypass --out "$tmp/cudaonly" -q
+expect_stderr "needs a CUDA device"
+no_folder "$tmp/cudaonly"
+expect 2 "negative seed" -- "$lb" run mlp_sgd --seed -1 --out "$tmp/seed" -q
+expect_stderr "seed"
+expect 2 "seed past 2^64" -- "$lb" run mlp_sgd --seed 18446744073709551616 --out "$tmp/seed" -q
+no_folder "$tmp/seed"
 
 expect 0 "run a clean workload and a zoo entry" -- "$lb" run mlp_sgd zoo_smallest_leak --out "$tmp/r" -q
 for f in report.json report.md report.html; do
@@ -96,6 +113,13 @@ for w in r["workloads"]:
     w["peak_bytes"] *= 0.8
 json.dump(r, open(p, "w"))
 PY
+  mkdir -p "$tmp/only_sgd"
+  cp "$src/baselines/cpu/mlp_sgd.json" "$tmp/only_sgd/"
+  expect 0 "check with one baseline" -- "$lb" check --baselines "$tmp/only_sgd" --out "$tmp/check1" -q
+  grep -q "Not checked.*mlp_adam" "$tmp/check1/diff.md" || { echo "FAIL: diff.md does not say mlp_adam went unchecked"; failures=$((failures + 1)); }
+  grep -q "step time shown, not compared" "$tmp/check1/diff.md" || { echo "FAIL: diff.md does not say step time is not compared"; failures=$((failures + 1)); }
+  expect 2 "check --baselines names a file" -- "$lb" check --baselines "$tmp/only_sgd/mlp_sgd.json" --out "$tmp/check3" -q
+  expect_stderr "is a file"
   expect 1 "check fails on a planted regression" -- "$lb" check --baselines "$tmp/planted" --out "$tmp/check2" -q
   grep -q "mlp_adam" "$tmp/check2/diff.md" || { echo "FAIL: diff.md does not name mlp_adam"; failures=$((failures + 1)); }
 else

@@ -79,9 +79,10 @@ TEST(Suite, TwentyRepeatedCleanRuns_ZeroFalsePositives) {
 TEST(Suite, ThreadedSessionsPeakBound_IsScheduleIndependentAndBoundsThePeak) {
   SuiteOptions o = Quiet();
   o.calibrate = false;
-  o.workloads = {"mlp_sgd", "mlp_adam", "threaded_sessions", "threaded_sessions",
-                 "threaded_sessions"};
-  const reports::Report report = RunSuite(o);
+  o.workloads = {"mlp_sgd", "mlp_adam", "threaded_sessions"};
+  reports::Report report = RunSuite(o);
+  o.workloads = {"threaded_sessions"};
+  for (int again = 0; again < 2; ++again) report.workloads.push_back(RunSuite(o).workloads.at(0));
   ASSERT_EQ(report.workloads.size(), 5u);
   const auto& sgd = report.workloads[0];
   const auto& adam = report.workloads[1];

@@ -23,6 +23,11 @@ struct SuiteOptions {
 // Throws std::invalid_argument on unknown workload names (listing the known ones) or options.
 reports::Report RunSuite(const SuiteOptions& options);
 
+// The workloads RunSuite would run, in order, after checking the options: every name known,
+// none named twice, CUDA-only entries only on a CUDA device, and a schedule calibration can use.
+// Throws std::invalid_argument saying what to change. Cheap: the CLI calls it before it writes.
+std::vector<const workloads::Registration*> SelectWorkloads(const SuiteOptions& options);
+
 // Metadata of this build and machine (commit, compiler, build type, device, host, time).
 reports::RunMetadata CurrentMetadata(const RunOptions& options);
 
