@@ -153,6 +153,8 @@ reports::RunMetadata CurrentMetadata(const RunOptions& options) {
   m.blocks = options.blocks;
   m.steps_per_block = options.steps_per_block;
   m.warmup_steps = options.warmup_steps;
+  m.seed = options.seed;
+  m.blas_threads = options.blas_threads;
   return m;
 }
 
@@ -197,6 +199,7 @@ reports::Report RunSuite(const SuiteOptions& options) {
   const auto started = Clock::now();
   reports::Report report;
   report.meta = CurrentMetadata(options.run);
+  report.meta.calibrated = options.calibrate && options.calibration_runs > 0;
   Progress progress(options.progress);
 
   RunOptions run = options.run;

@@ -300,7 +300,13 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
 
   if (!info.judged) {
     verdict.verdict = reports::kPass;
-    verdict.evidence = info.name + " is informational (not judged): slope " +
+    // A noisy counter is judged only against a noise floor calibrated on clean runs; without
+    // one (calibration off, e.g. --no-calibrate) it is reported, and the evidence says why.
+    verdict.evidence = info.name +
+                       (info.exact ? std::string(" is informational (not judged)")
+                                   : std::string(" is not judged (noisy counter with no calibrated "
+                                                 "noise floor: calibration was off)")) +
+                       ": slope " +
                        FormatRate(trend.slope_per_step, info.unit) + ", peak " +
                        FormatAmount(verdict.peak, info.unit);
     return verdict;

@@ -153,6 +153,21 @@ std::string FormatInUnit(double value, std::string_view unit) {
   return FormatCount(value);
 }
 
+std::string SettingsText(const RunMetadata& meta) {
+  std::string text;
+  auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  if (meta.seed) add("seed " + std::to_string(*meta.seed));
+  if (meta.blas_threads) {
+    add(*meta.blas_threads == 0 ? std::string("BLAS threads: OpenBLAS default")
+                                : "BLAS threads " + std::to_string(*meta.blas_threads));
+  }
+  if (meta.calibrated) {
+    add(*meta.calibrated ? "noise floors calibrated"
+                         : "noise floors not calibrated (noisy counters reported, not judged)");
+  }
+  return text;
+}
+
 std::string FormatFigure(const BenchmarkFigure& figure) {
   const std::string_view unit = figure.unit;
   if (unit == "bytes" || unit == "ns") return FormatInUnit(figure.value, unit);

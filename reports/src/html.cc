@@ -122,6 +122,9 @@ void AppendMetadata(const Report& report, std::string& out) {
                       std::to_string(meta.steps_per_block) + " steps, warm-up " +
                       (meta.warmup_steps < 0 ? std::string("auto-detected")
                                              : std::to_string(meta.warmup_steps) + " steps"));
+  if (const std::string settings = SettingsText(meta); !settings.empty()) {
+    row("Settings", EscapeHtml(settings));
+  }
   row("Host", EscapeHtml(meta.hostname));
   row("Started", EscapeHtml(meta.started_at) + " (wall " +
                      EscapeHtml(FormatDuration(meta.wall_seconds * 1e9)) + ")");

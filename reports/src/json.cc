@@ -57,6 +57,9 @@ Json MetaToJson(const RunMetadata& meta) {
   json["blocks"] = meta.blocks;
   json["steps_per_block"] = meta.steps_per_block;
   json["warmup_steps"] = meta.warmup_steps;
+  if (meta.seed) json["seed"] = *meta.seed;
+  if (meta.blas_threads) json["blas_threads"] = *meta.blas_threads;
+  if (meta.calibrated) json["calibrated"] = *meta.calibrated;
   return json;
 }
 
@@ -242,6 +245,12 @@ class FieldReader {
   // Any JSON number; null reads as NaN ("not measured").
   double Double(const char* key) const { return ToDouble(Require(key), Child(key)); }
 
+  // Whether an optional field is present (and not null).
+  bool Has(const char* key) const {
+    const auto found = json_.find(key);
+    return found != json_.end() && !found->is_null();
+  }
+
   // An optional number: absent or null reads as "none".
   std::optional<double> OptionalDouble(const char* key) const {
     const auto found = json_.find(key);
@@ -384,6 +393,9 @@ RunMetadata ReadMeta(const FieldReader& in) {
   meta.blocks = in.Int("blocks");
   meta.steps_per_block = in.Int("steps_per_block");
   meta.warmup_steps = in.Int("warmup_steps");
+  if (in.Has("seed")) meta.seed = in.UInt64("seed");
+  if (in.Has("blas_threads")) meta.blas_threads = in.Int("blas_threads");
+  if (in.Has("calibrated")) meta.calibrated = in.Bool("calibrated");
   return meta;
 }
 

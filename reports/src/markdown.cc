@@ -48,6 +48,9 @@ void AppendMetadata(const Report& report, std::string& out) {
   AppendRow(out, {"Compiler", MarkdownEscape(meta.compiler)});
   AppendRow(out, {"Build type", MarkdownEscape(meta.build_type)});
   AppendRow(out, {"Schedule", ScheduleText(meta)});
+  if (const std::string settings = SettingsText(meta); !settings.empty()) {
+    AppendRow(out, {"Settings", MarkdownEscape(settings)});
+  }
   AppendRow(out, {"Host", MarkdownEscape(meta.hostname)});
   AppendRow(out, {"Started", MarkdownEscape(meta.started_at) + " (wall " +
                                  FormatDuration(meta.wall_seconds * 1e9) + ")"});

@@ -1,6 +1,7 @@
 // Tests of JSON (de)serialisation: exact round trips, compact series, and a clear ReportError
 // (right kind, file name, JSON path) for every kind of broken input.
 
+#include "leakbound/reports/format.h"
 #include "leakbound/reports/json.h"
 
 #include <gtest/gtest.h>
@@ -149,6 +150,23 @@ TEST(ReportJsonTest, PeakBound_WrittenOnlyWhenSet_AndReadBackExactly) {
   EXPECT_EQ(*parsed.workloads[0].peak_bound_bytes, 773200);
   for (std::size_t i = 1; i < parsed.workloads.size(); ++i)
     EXPECT_FALSE(parsed.workloads[i].peak_bound_bytes.has_value()) << i;
+}
+
+TEST(ReportJsonTest, RunSettings_RoundTripWhenRecorded_AndOlderReportsReadWithout) {
+  Report report = MakeSampleReport();
+  report.meta.seed = std::numeric_limits<std::uint64_t>::max();
+  report.meta.blas_threads = 2;
+  report.meta.calibrated = false;
+  const Report parsed = ParseReport(ReportToText(report), "settings.json");
+  EXPECT_EQ(parsed, report);
+  EXPECT_EQ(SettingsText(parsed.meta),
+            "seed 18446744073709551615, BLAS threads 2, noise floors not calibrated (noisy "
+            "counters reported, not judged)");
+
+  const Report older = ParseReport(ReportToText(MakeSampleReport()), "older.json");
+  EXPECT_FALSE(older.meta.seed.has_value());
+  EXPECT_FALSE(older.meta.calibrated.has_value());
+  EXPECT_EQ(SettingsText(older.meta), "");
 }
 
 TEST(ReportJsonTest, PeakBound_NullReadsAsNone_AndAStringIsAWrongTypeNamingThePath) {

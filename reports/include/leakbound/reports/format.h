@@ -43,6 +43,9 @@ std::string FormatCountCompact(double count);
 
 // A value in a series unit: "bytes" -> FormatBytes, "ns" -> FormatDuration, else FormatCount.
 std::string FormatInUnit(double value, std::string_view unit);
+// "seed 1, BLAS threads 1, noise floors calibrated"; empty when the report records none of them.
+std::string SettingsText(const RunMetadata& meta);
+
 // A benchmark figure's value with its unit: "24.5 ms", "2.1 KiB/step", "0.0109%", "3.2 ratio".
 std::string FormatFigure(const BenchmarkFigure& figure);
 

@@ -33,6 +33,10 @@ struct RunMetadata {
   int blocks = 0;            // configured measured blocks
   int steps_per_block = 0;
   int warmup_steps = -1;     // configured warm-up; -1 = auto-detected per workload
+  // Settings that change the figures; absent in reports written before they were recorded.
+  std::optional<std::uint64_t> seed;  // workload data seed
+  std::optional<int> blas_threads;    // OpenBLAS threads of CPU sessions (0: OpenBLAS's own)
+  std::optional<bool> calibrated;     // noise floors calibrated, so noisy counters were judged
 
   // Every struct compares field by field (NaN != NaN, as for doubles): round-trip tests, diff.
   bool operator==(const RunMetadata&) const = default;
