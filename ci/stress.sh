@@ -9,10 +9,10 @@ bash ci/install_deps.sh
 cmake --preset default >build.configure.log 2>&1 || { cat build.configure.log; exit 2; }
 rm -f build.configure.log
 cmake --build --preset default -j "$(nproc)" --target leakbound
-start=$SECONDS
+start=$(date +%s.%N)
 set +e
 ./build/default/harness/leakbound run --all --out "$out"
 rc=$?
 set -e
-echo "stress suite: $((SECONDS - start)) s wall (build excluded), exit $rc"
+echo "stress suite: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s wall (build excluded), exit $rc"
 exit $rc

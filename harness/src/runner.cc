@@ -380,6 +380,7 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
     if (!counter.exact) {
       auto it = options_.noise_floors.find(counter.name);
       if (it == options_.noise_floors.end()) {
+        if (counter.judged) counter.missing_noise_floor = true;
         counter.judged = false;  // no calibrated floor: report, do not judge
       } else {
         judge.noise = it->second;

@@ -303,9 +303,10 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
     // A noisy counter is judged only against a noise floor calibrated on clean runs; without
     // one (calibration off, e.g. --no-calibrate) it is reported, and the evidence says why.
     verdict.evidence = info.name +
-                       (info.exact ? std::string(" is informational (not judged)")
-                                   : std::string(" is not judged (noisy counter with no calibrated "
-                                                 "noise floor: calibration was off)")) +
+                       (info.missing_noise_floor
+                            ? std::string(" is not judged (noisy counter with no calibrated "
+                                          "noise floor: calibration was off)")
+                            : std::string(" is informational (not judged)")) +
                        ": slope " +
                        FormatRate(trend.slope_per_step, info.unit) + ", peak " +
                        FormatAmount(verdict.peak, info.unit);

@@ -99,6 +99,32 @@ TEST(Suite, ThreadedSessionsPeakBound_IsScheduleIndependentAndBoundsThePeak) {
   }
 }
 
+// Without calibration a noisy counter cannot be judged; the report must say that is why the
+// host-heap zoo entry was missed, and not call the counter merely informational (as RSS is).
+TEST(Suite, WithoutCalibration_UnjudgedNoisyCounterSaysWhy) {
+  SuiteOptions o = Quiet();
+  o.calibrate = false;
+  o.workloads = {"zoo_host_malloc_bypass"};
+  const reports::Report report = RunSuite(o);
+  ASSERT_EQ(report.workloads.size(), 1u);
+  ASSERT_TRUE(report.meta.calibrated.has_value());
+  EXPECT_FALSE(*report.meta.calibrated);
+  EXPECT_FALSE(report.workloads[0].met_expectation);
+  bool saw_heap = false, saw_rss = false;
+  for (const auto& c : report.workloads[0].counters) {
+    if (c.counter == "host.heap_bytes") {
+      saw_heap = true;
+      EXPECT_NE(c.evidence.find("no calibrated noise floor"), std::string::npos) << c.evidence;
+    }
+    if (c.counter == "host.rss_bytes") {
+      saw_rss = true;
+      EXPECT_NE(c.evidence.find("informational (not judged)"), std::string::npos) << c.evidence;
+    }
+  }
+  EXPECT_TRUE(saw_heap);
+  EXPECT_TRUE(saw_rss);
+}
+
 TEST(Suite, UnknownWorkloadName_IsRejectedWithTheKnownNames) {
   SuiteOptions o = Quiet();
   o.workloads = {"no_such_workload"};

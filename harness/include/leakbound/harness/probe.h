@@ -15,6 +15,9 @@ struct CounterInfo {
   // Whether a growing value of this counter is a leak verdict on its own (false for purely
   // informational counters such as cumulative allocation counts or peaks).
   bool judged = true;
+  // Set by the runner on a noisy counter it would judge but has no calibrated noise floor for
+  // (calibration off): reported, not judged, and the evidence says why.
+  bool missing_noise_floor = false;
 };
 
 class Probe {
