@@ -2,6 +2,7 @@
 // Exit codes: 0 every expectation met / no regression; 1 a leak where none was expected, a
 // missed zoo entry, or a regression past tolerance; 2 usage or input errors (nothing written).
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -154,19 +155,26 @@ lb::harness::SuiteOptions ToSuiteOptions(const RunFlags& f) {
 int CmdList(bool json) {
   const auto& all = lb::workloads::AllWorkloads();
   if (json) {
-    std::cout << "[\n";
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      const auto& w = all[i].info;
-      std::cout << "  {\"name\": \"" << w.name << "\", \"kind\": \"" << lb::workloads::KindName(w.kind)
-                << "\", \"expectation\": \"" << w.expectation << "\"}" << (i + 1 < all.size() ? "," : "") << "\n";
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& reg : all) {
+      const auto& w = reg.info;
+      list.push_back({{"name", w.name},
+                      {"kind", lb::workloads::KindName(w.kind)},
+                      {"expectation", w.expectation},
+                      {"detected_by", w.detected_by},
+                      {"needs_cuda", w.needs_cuda},
+                      {"description", w.description}});
     }
-    std::cout << "]\n";
+    std::cout << list.dump(2) << "\n";
     return kOk;
   }
-  std::printf("%-30s %-6s %-26s %s\n", "workload", "kind", "expectation", "description");
+  std::size_t width = std::string_view("workload").size();
+  for (const auto& reg : all) width = std::max(width, reg.info.name.size());
+  const int w0 = static_cast<int>(width);
+  std::printf("%-*s %-6s %-26s %s\n", w0, "workload", "kind", "expectation", "description");
   for (const auto& reg : all) {
     const auto& w = reg.info;
-    std::printf("%-30s %-6s %-26s %s%s\n", w.name.c_str(), lb::workloads::KindName(w.kind),
+    std::printf("%-*s %-6s %-26s %s%s\n", w0, w.name.c_str(), lb::workloads::KindName(w.kind),
                 w.expectation.c_str(), w.description.c_str(), w.needs_cuda ? " [cuda only]" : "");
   }
   return kOk;
@@ -309,7 +317,14 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
 }
 
 int CmdRender(const fs::path& input, bool html, bool markdown, const std::string& out) {
-  if (html == markdown) throw UsageError("pass exactly one of --html or --markdown");
+  if (!html && !markdown && !out.empty()) {  // the format from --out's extension
+    const std::string ext = fs::path(out).extension().string();
+    html = ext == ".html" || ext == ".htm";
+    markdown = ext == ".md";
+  }
+  if (html == markdown) {
+    throw UsageError("pass exactly one of --html or --markdown (or an --out ending in .html or .md)");
+  }
   const lb::reports::Report report = lb::reports::LoadReport(input);
   const std::string text = html ? lb::reports::RenderHtml(report) : lb::reports::RenderMarkdown(report);
   if (out.empty()) {

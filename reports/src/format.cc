@@ -204,7 +204,7 @@ std::string_view OutcomeLabel(Outcome outcome) {
     case Outcome::kPassed:
       return "passed";
     case Outcome::kExpectedDetection:
-      return "expected detection";
+      return "detected as planted";
     case Outcome::kMissed:
       return "MISSED";
   }

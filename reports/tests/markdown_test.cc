@@ -59,7 +59,7 @@ TEST(ReportMarkdownTest, Details_OnlyForWorkloadsThatDidNotPassOrMissed) {
   const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
   EXPECT_FALSE(Contains(markdown, "### mlp_sgd"));
   EXPECT_FALSE(Contains(markdown, "### trap_param_reuse"));
-  EXPECT_TRUE(Contains(markdown, "### zoo_loss_history: unbounded-growth (expected unbounded-growth, expected detection)\n"));
+  EXPECT_TRUE(Contains(markdown, "### zoo_loss_history: unbounded-growth (expected unbounded-growth, detected as planted)\n"));
   EXPECT_TRUE(Contains(markdown, "### zoo_cached_workspace: PASS (expected not-returned-to-baseline, MISSED)\n"));
   EXPECT_TRUE(Contains(markdown, "### stress_transformer_block: peak-over-budget (expected PASS, MISSED)\n"));
   // Evidence sentence, counter verdicts in the counter's unit, attribution with ages.
