@@ -81,7 +81,7 @@ expect 2 "render needs one format" -- "$lb" render "$tmp/r/report.json"
 expect 0 "render picks Markdown from --out's extension" -- "$lb" render "$tmp/r/report.json" --out "$tmp/by_ext.md"
 grep -q "^# leakbound report" "$tmp/by_ext.md" || { echo "FAIL: by_ext.md is not Markdown"; failures=$((failures + 1)); }
 expect 0 "list --json is JSON with descriptions" -- "$lb" list --json
-python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); assert all(w["description"] for w in l) and any(w["needs_cuda"] for w in l)' "$tmp/out.txt" \
+python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); assert l and all(w["description"] and isinstance(w["needs_cuda"], bool) for w in l)' "$tmp/out.txt" \
   || { echo "FAIL: list --json is not the JSON expected"; failures=$((failures + 1)); }
 head -c 200 "$tmp/r/report.json" >"$tmp/truncated.json"
 expect 2 "render a truncated report" -- "$lb" render "$tmp/truncated.json" --markdown
