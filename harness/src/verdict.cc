@@ -300,6 +300,7 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
 
   if (!info.judged) {
     verdict.verdict = reports::kPass;
+    verdict.judged = false;
     // A noisy counter is judged only against a noise floor calibrated on clean runs; without
     // one (calibration off, e.g. --no-calibrate) it is reported, and the evidence says why.
     verdict.evidence = info.name +

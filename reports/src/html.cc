@@ -38,6 +38,7 @@ td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: t
 .badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px;
   font-weight: 600; white-space: nowrap; border: 1px solid transparent; }
 .badge.pass { background: #dcfce7; color: #166534; border-color: #86efac; }
+.badge.info { background: #f3f4f6; color: #4b5563; border-color: #d1d5db; }
 .badge.expected { background: #fef3c7; color: #92400e; border-color: #fcd34d; }
 .badge.missed { background: #fee2e2; color: #991b1b; border-color: #fca5a5; }
 .chip { display: inline-block; padding: 0 7px; border-radius: 4px; background: #e5e7eb;
@@ -87,6 +88,7 @@ std::string Badge(const std::string& css_class, const std::string& text) {
 // A counter's own verdict: green when it passed; amber when the workload is an expected zoo
 // detection (the flag is the point of the entry); red otherwise.
 std::string CounterBadge(const WorkloadResult& workload, const CounterVerdict& counter) {
+  if (!counter.judged) return Badge("info", "not judged");
   if (counter.verdict == kPass) return Badge("pass", counter.verdict);
   return Badge(WorkloadOutcome(workload) == Outcome::kExpectedDetection ? "expected" : "missed",
                counter.verdict);
@@ -136,7 +138,9 @@ void AppendMetadata(const Report& report, std::string& out) {
   for (const WorkloadResult& workload : report.workloads) missed += workload.met_expectation ? 0 : 1;
   const std::string total = std::to_string(report.workloads.size());
   if (missed == 0) {
-    out += "<p class=\"result ok\">All " + total + " workloads met their expectation.</p>";
+    out += report.workloads.size() == 1
+               ? std::string("<p class=\"result ok\">The workload met its expectation.</p>")
+               : "<p class=\"result ok\">All " + total + " workloads met their expectation.</p>";
   } else {
     out += "<p class=\"result bad\">" + std::to_string(missed) + " of " + total +
            " workloads did not meet their expectation.</p>";

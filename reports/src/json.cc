@@ -96,6 +96,7 @@ Json WorkloadToJson(const WorkloadResult& workload) {
     entry["final_value"] = Number<Json>(counter.final_value);
     entry["peak"] = Number<Json>(counter.peak);
     entry["evidence"] = counter.evidence;
+    if (!counter.judged) entry["judged"] = false;
     counters.push_back(std::move(entry));
   }
   json["counters"] = std::move(counters);
@@ -409,6 +410,11 @@ CounterVerdict ReadCounterVerdict(const FieldReader& in) {
   counter.final_value = in.Double("final_value");
   counter.peak = in.Double("peak");
   counter.evidence = in.String("evidence");
+  if (in.Has("judged")) counter.judged = in.Bool("judged");
+  if (!counter.judged && counter.verdict != kPass) {
+    in.ThrowInconsistent("judged", "it is false but the counter's verdict is '" + counter.verdict +
+                                       "'; an unjudged counter is never flagged");
+  }
   return counter;
 }
 

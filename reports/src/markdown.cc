@@ -66,7 +66,9 @@ void AppendResultLine(const Report& report, std::string& out) {
   }
   const std::string total = std::to_string(report.workloads.size());
   if (missed == 0) {
-    out += "**Result: all " + total + " workloads met their expectation.**\n\n";
+    out += report.workloads.size() == 1
+               ? std::string("**Result: the workload met its expectation.**\n\n")
+               : "**Result: all " + total + " workloads met their expectation.**\n\n";
   } else {
     out += "**Result: " + std::to_string(missed) + " of " + total +
            " workloads did not meet their expectation.**\n\n";
@@ -152,7 +154,8 @@ void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
                  {false, false, true, true, true, true, true, false});
     for (const CounterVerdict& counter : workload.counters) {
       const std::string unit = CounterUnit(workload, counter.counter);
-      AppendRow(out, {MarkdownEscape(counter.counter), MarkdownEscape(counter.verdict),
+      AppendRow(out, {MarkdownEscape(counter.counter),
+                      counter.judged ? MarkdownEscape(counter.verdict) : std::string("not judged"),
                       FormatInUnit(counter.slope_per_step, unit),
                       FormatInUnit(counter.slope_bound, unit), FormatInUnit(counter.baseline, unit),
                       FormatInUnit(counter.final_value, unit), FormatInUnit(counter.peak, unit),

@@ -210,6 +210,22 @@ TEST(ReportJsonTest, MetExpectationContradictingTheVerdict_IsRefusedWithThePath)
   EXPECT_NO_THROW(ParseReport(ReportToText(report), "missed.json"));
 }
 
+TEST(ReportJsonTest, UnjudgedCounter_RoundTrips_AndCannotCarryAFlag) {
+  Report report = MakeSampleReport();
+  ASSERT_FALSE(report.workloads[0].counters.empty());
+  CounterVerdict& counter = report.workloads[0].counters[0];
+  counter.verdict = kPass;
+  counter.judged = false;
+  EXPECT_EQ(ParseReport(ReportToText(report), "info.json"), report);
+  counter.verdict = kUnboundedGrowth;  // flagged, yet "not judged": contradictory
+  try {
+    ParseReport(ReportToText(report), "flagged.json");
+    FAIL() << "an unjudged counter with a leak verdict was accepted";
+  } catch (const ReportError& e) {
+    EXPECT_EQ(e.json_path(), "$.workloads[0].counters[0].judged");
+  }
+}
+
 TEST(ReportJsonTest, Parse_CutInHalf_ThrowsTruncatedNamingFile) {
   const std::string text = SampleText();
   const ReportError error = CatchReportError(

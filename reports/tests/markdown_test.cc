@@ -1,6 +1,7 @@
 // Tests of the Markdown renderer: exact table rows for the sample report, details only for
 // workloads that need attention, and escaping of hostile names.
 
+#include "leakbound/reports/html.h"
 #include "leakbound/reports/markdown.h"
 
 #include <gtest/gtest.h>
@@ -77,6 +78,20 @@ TEST(ReportMarkdownTest, Benchmarks_ListedWithUnits) {
   const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
   EXPECT_TRUE(Contains(markdown, "| probe_overhead_ns | 850 ns |\n"));
   EXPECT_TRUE(Contains(markdown, "| steps_per_second | 833.30 steps/s |\n"));
+}
+
+TEST(ReportMarkdownTest, UnjudgedCounter_ShowsNotJudgedInsteadOfPass) {
+  Report report = testing::MakeSampleReport();
+  // The detected zoo entry: its details (and counter table) are rendered.
+  ASSERT_EQ(report.workloads[1].kind, "zoo");
+  ASSERT_FALSE(report.workloads[1].counters.empty());
+  CounterVerdict& counter = report.workloads[1].counters.back();
+  counter.verdict = kPass;
+  counter.judged = false;
+  const std::string markdown = RenderMarkdown(report);
+  EXPECT_TRUE(Contains(markdown, "| " + MarkdownEscape(counter.counter) + " | not judged |"))
+      << markdown.substr(0, 3000);
+  EXPECT_TRUE(Contains(RenderHtml(report), "<span class=\"badge info\">not judged</span>"));
 }
 
 TEST(ReportMarkdownTest, FormatFigure_NamesEveryUnitOnce) {

@@ -61,6 +61,10 @@ struct CounterVerdict {
   double final_value = 0;       // after teardown
   double peak = 0;              // max over the run
   std::string evidence;         // one human sentence
+  // False for a counter that is reported but not judged (peaks, cumulative counts, RSS, a noisy
+  // counter without a calibrated floor): its verdict is kPass by construction and renderers
+  // show "not judged". Absent in JSON means true.
+  bool judged = true;
 
   bool operator==(const CounterVerdict&) const = default;
 };
