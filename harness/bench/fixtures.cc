@@ -29,13 +29,7 @@ MlpFixture::MlpFixture(const MlpShape& shape)
                                    /*seed=*/7)) {}
 
 float MlpFixture::Record(runtime::Tape& tape) {
-  const runtime::TensorRef x = tape.Input(batch.input_shape, batch.inputs);
-  const runtime::TensorRef labels = tape.InputIds(batch.labels);
-  const runtime::TensorRef loss =
-      runtime::SoftmaxCrossEntropy(tape, model.Forward(tape, x), labels);
-  tape.Backward(loss);
-  optimizer->Apply(tape);
-  return tape.Scalar(loss);
+  return runtime::Trainer(session, model, *optimizer).Record(tape, batch);
 }
 
 void PairedTimes::Add(double a_ns, double b_ns) {

@@ -33,8 +33,8 @@ const MlpShape& ShapeNamed(const std::string& name);
 struct MlpFixture {
   explicit MlpFixture(const MlpShape& shape);
 
-  // The work of one training step, the same for every driver: Trainer::Step's body (forward,
-  // softmax cross-entropy, backward, optimizer) on whichever tape the driver opened.
+  // The work of one training step, the same for every driver: Trainer::Record (Step's body:
+  // forward, softmax cross-entropy, backward, optimizer) on whichever tape the driver opened.
   float Record(runtime::Tape& tape);
   // One WithStep around Record.
   float Step() {

@@ -57,15 +57,17 @@ std::unique_ptr<Optimizer> MakeOptimizer(OptimizerKind kind, std::vector<Param*>
   return std::make_unique<Sgd>(std::move(params), SgdOptions{});
 }
 
+float Trainer::Record(Tape& tape, const Batch& batch) {
+  TensorRef x = tape.Input(batch.input_shape, batch.inputs);
+  TensorRef labels = tape.InputIds(batch.labels);
+  TensorRef loss = SoftmaxCrossEntropy(tape, model_.Forward(tape, x), labels);
+  tape.Backward(loss);
+  optimizer_.Apply(tape);
+  return tape.Scalar(loss);
+}
+
 float Trainer::Step(const Batch& batch) {
-  return session_.WithStep([&](Tape& tape) {
-    TensorRef x = tape.Input(batch.input_shape, batch.inputs);
-    TensorRef labels = tape.InputIds(batch.labels);
-    TensorRef loss = SoftmaxCrossEntropy(tape, model_.Forward(tape, x), labels);
-    tape.Backward(loss);
-    optimizer_.Apply(tape);
-    return tape.Scalar(loss);
-  });
+  return session_.WithStep([&](Tape& tape) { return Record(tape, batch); });
 }
 
 HostTensor Evaluator::Logits(const Batch& batch) {

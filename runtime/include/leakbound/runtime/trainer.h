@@ -49,6 +49,9 @@ class Trainer {
       : session_(session), model_(model), optimizer_(optimizer) {}
   // One WithStep: forward, softmax cross-entropy, backward, optimizer. Returns the loss.
   float Step(const Batch& batch);
+  // The body of Step on a tape the caller opened (WithStep, or the manual tape for a driver that
+  // releases by hand). Returns the loss.
+  float Record(Tape& tape, const Batch& batch);
 
  private:
   EagerSession& session_;
