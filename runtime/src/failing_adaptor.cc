@@ -40,18 +40,19 @@ void* FailingAdaptor::DoAllocate(std::size_t bytes, const AllocationTag& tag) {
   return p;
 }
 
+// As in the statistics adaptor, the counters drop before the bytes go upstream.
 void FailingAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
-  upstream_->Deallocate(ptr, bytes);
   live_bytes_.fetch_sub(static_cast<std::int64_t>(bytes));
   live_allocations_.fetch_sub(1);
+  upstream_->Deallocate(ptr, bytes);
 }
 
 void FailingAdaptor::DoDeallocateMany(std::span<const Block> blocks) noexcept {
-  upstream_->DeallocateMany(blocks);
   std::int64_t bytes = 0;
   for (const Block& b : blocks) bytes += static_cast<std::int64_t>(b.bytes);
   live_bytes_.fetch_sub(bytes);
   live_allocations_.fetch_sub(static_cast<std::int64_t>(blocks.size()));
+  upstream_->DeallocateMany(blocks);
 }
 
 }  // namespace leakbound::runtime

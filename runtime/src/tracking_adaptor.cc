@@ -31,6 +31,10 @@ void* TrackingAdaptor::DoAllocate(std::size_t bytes, const AllocationTag& tag) {
 void TrackingAdaptor::Forget(const void* ptr) noexcept {
   Map::node_type node = outstanding_.extract(ptr);
   if (node.empty()) return;
+  // A spare record must not hold the freed address (LeakSanitizer would count a later block
+  // there as reachable through it).
+  node.key() = nullptr;
+  node.mapped() = OutstandingAllocation{};
   try {
     spare_.push_back(std::move(node));
   } catch (...) {  // no room to keep it: the node is simply freed

@@ -210,5 +210,55 @@ TEST(ReleaseBatch, FreesThroughEveryAdaptorExactlyLikeOneByOne) {
   EXPECT_EQ(tracking.outstanding_count(), 0u);
 }
 
+// Records the size of every DeallocateMany call that reaches it.
+class BatchRecorder final : public MemoryResource {
+ public:
+  explicit BatchRecorder(MemoryResource* upstream) : upstream_(upstream) {}
+  std::vector<std::size_t> batches;
+  int single_frees = 0;
+
+ private:
+  void* DoAllocate(std::size_t bytes, const AllocationTag& tag) override {
+    return upstream_->Allocate(bytes, tag);
+  }
+  void DoDeallocate(void* ptr, std::size_t bytes) noexcept override {
+    ++single_frees;
+    upstream_->Deallocate(ptr, bytes);
+  }
+  void DoDeallocateMany(std::span<const Block> blocks) noexcept override {
+    batches.push_back(blocks.size());
+    upstream_->DeallocateMany(blocks);
+  }
+  DeviceKind DoDevice() const override { return DeviceKind::kCpu; }
+  MemoryResource* upstream_;
+};
+
+// A batch goes down the whole stack as batches (never one Deallocate per block), 64 blocks at a
+// time, and a change of resource flushes what was collected so far.
+TEST(ReleaseBatch, FlushesAtCapacityAndOnAResourceChange_AsBatchesAllTheWayDown) {
+  HostResource host;
+  BatchRecorder leaf(&host);
+  StatisticsAdaptor process(&leaf);
+  TrackingAdaptor tracking(&process);
+  StatisticsAdaptor session(&tracking);
+  FailingAdaptor failing(&session);
+  BatchRecorder other(&host);
+
+  std::vector<Buffer> buffers;
+  for (int i = 0; i < 150; ++i) buffers.emplace_back(&failing, 8, AllocationTag{});
+  buffers.emplace_back(&other, 8, AllocationTag{});
+  buffers.emplace_back(&failing, 8, AllocationTag{});
+  {
+    ReleaseBatch batch;
+    for (Buffer& b : buffers) batch.Add(b);
+  }
+  EXPECT_EQ(leaf.batches, (std::vector<std::size_t>{64, 64, 22, 1}));
+  EXPECT_EQ(other.batches, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(leaf.single_frees, 0);
+  EXPECT_EQ(process.Snapshot().live_bytes, 0);
+  EXPECT_EQ(session.Snapshot().free_count, 151);
+  EXPECT_EQ(tracking.outstanding_count(), 0u);
+}
+
 }  // namespace
 }  // namespace leakbound::runtime
