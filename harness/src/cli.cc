@@ -46,24 +46,31 @@ lb::runtime::Device ParseDevice(const std::string& text) {
   throw UsageError("--device must be cpu, cuda or cuda:N, got '" + text + "'");
 }
 
-// An output folder this run creates is removed again if the run fails before writing into it, so
-// a failed command leaves nothing behind (a folder that existed is left as it was).
+// The folders an output path will need that do not exist yet are removed again, deepest first
+// and only while empty, when the command fails before writing into them: a failed command
+// leaves nothing behind, and a folder that existed (or that another process has filled since)
+// is never touched.
 class OutputFolder {
  public:
-  explicit OutputFolder(fs::path dir) : dir_(std::move(dir)) {
+  explicit OutputFolder(const fs::path& dir) {
     std::error_code ec;
-    existed_ = fs::exists(dir_, ec);
+    for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      missing_.push_back(p);
+      if (p == p.parent_path()) break;
+    }
   }
   OutputFolder(const OutputFolder&) = delete;
   OutputFolder& operator=(const OutputFolder&) = delete;
   ~OutputFolder() {
-    std::error_code ec;
-    if (!existed_ && fs::is_empty(dir_, ec) && !ec) fs::remove(dir_, ec);  // only when empty
+    for (const fs::path& p : missing_) {  // deepest first
+      std::error_code ec;
+      if (!fs::is_directory(p, ec) || !fs::is_empty(p, ec) || ec) return;
+      fs::remove(p, ec);
+    }
   }
 
  private:
-  fs::path dir_;
-  bool existed_ = false;
+  std::vector<fs::path> missing_;
 };
 
 // Fails fast (before a long run) when the output folder cannot be created or written.
@@ -302,9 +309,9 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
     });
     if (has_base) continue;
     ++unbaselined;
-    md << "**Not checked**: clean workload `" << w.name << "` has no baseline in "
-       << baselines.string() << "; add one with `leakbound check --baselines "
-       << baselines.string() << " --update` (rewrites all) after review.\n\n";
+    md << "**Not checked (fails the check)**: clean workload `" << w.name
+       << "` has no baseline in " << baselines.string() << "; add one with `leakbound check "
+       << "--baselines " << baselines.string() << " --update` (rewrites all) after review.\n\n";
   }
   lb::reports::WriteFileAtomically(out / "diff.md", md.str());
   std::cout << "\n" << md.str();
@@ -313,7 +320,8 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
             << (unbaselined > 0 ? std::to_string(unbaselined) + " clean workloads without a baseline, "
                                 : std::string())
             << (met ? "every expectation met" : "some expectations NOT met") << "\n";
-  return regressions == 0 && met ? kOk : kFailed;
+  // A clean workload nobody baselined would pass CI unguarded: that fails the check too.
+  return regressions == 0 && met && unbaselined == 0 ? kOk : kFailed;
 }
 
 int CmdRender(const fs::path& input, bool html, bool markdown, const std::string& out) {
@@ -375,7 +383,10 @@ int main(int argc, char** argv) {
   bool update = false;
   lb::reports::DiffTolerance check_tol;
   // Baselines are recorded on another machine: timing is shown, not compared, unless asked for.
-  auto* check = app.add_subcommand("check", "run everything and diff against committed baselines");
+  auto* check = app.add_subcommand(
+      "check",
+      "run everything and diff against committed baselines; exit 1 on a regression, a missed "
+      "expectation, or a clean workload without a baseline");
   check->add_option("--baselines", baselines, "baseline folder (one report per clean workload)")
       ->capture_default_str();
   check->add_option("--out,-o", check_out, "output folder for the fresh reports and diff.md")

@@ -63,6 +63,8 @@ expect 0 "the same schedule without calibration" -- "$lb" run mlp_sgd --blocks 2
 expect 2 "a CUDA-only workload on the CPU" -- "$lb" run zoo_cuda_raw_malloc_bypass --out "$tmp/cudaonly" -q
 expect_stderr 'needs a CUDA device\|unknown workload'  # a build without CUDA has no GPU zoo
 no_folder "$tmp/cudaonly"
+expect 2 "a refused run under new nested folders" -- "$lb" run mlp_sgd mlp_sgd --out "$tmp/deep/a/b" -q
+no_folder "$tmp/deep"
 expect 2 "negative seed" -- "$lb" run mlp_sgd --seed -1 --out "$tmp/seed" -q
 expect_stderr "seed"
 expect 2 "seed past 2^64" -- "$lb" run mlp_sgd --seed 18446744073709551616 --out "$tmp/seed" -q
@@ -120,7 +122,7 @@ json.dump(r, open(p, "w"))
 PY
   mkdir -p "$tmp/only_sgd"
   cp "$src/baselines/cpu/mlp_sgd.json" "$tmp/only_sgd/"
-  expect 0 "check with one baseline" -- "$lb" check --baselines "$tmp/only_sgd" --out "$tmp/check1" -q
+  expect 1 "check with one baseline fails: the other clean workloads are unguarded" -- "$lb" check --baselines "$tmp/only_sgd" --out "$tmp/check1" -q
   grep -q "Not checked.*mlp_adam" "$tmp/check1/diff.md" || { echo "FAIL: diff.md does not say mlp_adam went unchecked"; failures=$((failures + 1)); }
   grep -q "step time shown, not compared" "$tmp/check1/diff.md" || { echo "FAIL: diff.md does not say step time is not compared"; failures=$((failures + 1)); }
   expect 2 "check --baselines names a file" -- "$lb" check --baselines "$tmp/only_sgd/mlp_sgd.json" --out "$tmp/check3" -q
