@@ -192,11 +192,7 @@ int CmdRun(const RunFlags& flags, const std::vector<std::string>& names, bool al
   if (!names.empty() && all) throw UsageError("pass either workload names or --all, not both");
   lb::harness::SuiteOptions options = ToSuiteOptions(flags);
   options.workloads = names;
-  try {
-    lb::harness::SelectWorkloads(options);  // names, duplicates, device, schedule: before writing
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  lb::harness::SelectWorkloads(options);  // names, duplicates, device, schedule: before writing
   lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
   lb::harness::DeviceClass(options.run.device);  // opens the device: fails before anything is written
   const OutputFolder folder(out);
@@ -226,11 +222,7 @@ int CmdDiff(const fs::path& base, const fs::path& fresh, const lb::reports::Diff
 int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& out,
              lb::reports::DiffTolerance tol, bool update) {
   lb::harness::SuiteOptions options = ToSuiteOptions(flags);
-  try {
-    lb::harness::SelectWorkloads(options);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  lb::harness::SelectWorkloads(options);  // invalid_argument: a usage error (exit 2) in main
   lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
   std::vector<lb::reports::Report> bases;
   if (!update) {

@@ -254,9 +254,7 @@ class FieldReader {
 
   // An optional number: absent or null reads as "none".
   std::optional<double> OptionalDouble(const char* key) const {
-    const auto found = json_.find(key);
-    if (found == json_.end() || found->is_null()) return std::nullopt;
-    return ToDouble(*found, Child(key));
+    return Has(key) ? std::optional<double>(Double(key)) : std::nullopt;
   }
 
   int Int(const char* key) const {

@@ -48,9 +48,7 @@ void FailingAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
 }
 
 void FailingAdaptor::DoDeallocateMany(std::span<const Block> blocks) noexcept {
-  std::int64_t bytes = 0;
-  for (const Block& b : blocks) bytes += static_cast<std::int64_t>(b.bytes);
-  live_bytes_.fetch_sub(bytes);
+  live_bytes_.fetch_sub(TotalBytes(blocks));
   live_allocations_.fetch_sub(static_cast<std::int64_t>(blocks.size()));
   upstream_->DeallocateMany(blocks);
 }

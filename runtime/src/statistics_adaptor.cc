@@ -29,20 +29,19 @@ void* StatisticsAdaptor::DoAllocate(std::size_t bytes, const AllocationTag& tag)
 
 // Counters drop before the bytes go upstream: a concurrent allocation never sees blocks that are
 // being freed as live (with a batch that would be up to 64 of them, raising the shared peak).
+void StatisticsAdaptor::CountFrees(std::int64_t bytes, std::int64_t count) noexcept {
+  live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  live_allocations_.fetch_sub(count, std::memory_order_relaxed);
+  free_count_.fetch_add(count, std::memory_order_relaxed);
+}
+
 void StatisticsAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
-  live_bytes_.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-  live_allocations_.fetch_sub(1, std::memory_order_relaxed);
-  free_count_.fetch_add(1, std::memory_order_relaxed);
+  CountFrees(static_cast<std::int64_t>(bytes), 1);
   upstream_->Deallocate(ptr, bytes);
 }
 
 void StatisticsAdaptor::DoDeallocateMany(std::span<const Block> blocks) noexcept {
-  std::int64_t bytes = 0;
-  for (const Block& b : blocks) bytes += static_cast<std::int64_t>(b.bytes);
-  const auto count = static_cast<std::int64_t>(blocks.size());
-  live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-  live_allocations_.fetch_sub(count, std::memory_order_relaxed);
-  free_count_.fetch_add(count, std::memory_order_relaxed);
+  CountFrees(TotalBytes(blocks), static_cast<std::int64_t>(blocks.size()));
   upstream_->DeallocateMany(blocks);
 }
 

@@ -48,6 +48,13 @@ struct Block {
   std::size_t bytes = 0;
 };
 
+// The bytes of a batch of blocks.
+inline std::int64_t TotalBytes(std::span<const Block> blocks) {
+  std::int64_t bytes = 0;
+  for (const Block& b : blocks) bytes += static_cast<std::int64_t>(b.bytes);
+  return bytes;
+}
+
 class MemoryResource {
  public:
   virtual ~MemoryResource() = default;

@@ -34,6 +34,7 @@ class StatisticsAdaptor final : public MemoryResource {
   void DoDeallocateMany(std::span<const Block> blocks) noexcept override;
   DeviceKind DoDevice() const override { return upstream_->device(); }
   void RaisePeak(std::int64_t live);
+  void CountFrees(std::int64_t bytes, std::int64_t count) noexcept;
 
   struct ScopeFrame {
     MemoryStats at_push;
