@@ -1,0 +1,1 @@
+// Judge: Trace -> WorkloadResult (placeholder until the record/judge split lands).

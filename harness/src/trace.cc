@@ -1,0 +1,1 @@
+// Trace: what a recording produced (placeholder until the record/judge split lands).

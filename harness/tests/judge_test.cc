@@ -1,0 +1,1 @@
+// Judge tests on synthetic traces (placeholder until the record/judge split lands).

@@ -1,0 +1,51 @@
+/* The exact host-heap interposer: C API (contract; see watch/heap/README or docs).
+ * Counts every malloc-family call of the process exactly, lock-free, with no allocation in the
+ * hooks. Linked into the executables that run workloads (a shared library that defines malloc
+ * ahead of glibc) and loaded with LD_PRELOAD by `leakbound watch`. */
+#ifndef LEAKBOUND_WATCH_HEAP_H_
+#define LEAKBOUND_WATCH_HEAP_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct leakbound_heap_stats {
+  uint64_t live_bytes;        /* requested bytes of counted allocations not yet freed */
+  uint64_t live_allocations;  /* counted allocations not yet freed */
+  uint64_t peak_bytes;        /* high-water mark of live_bytes since the last peak reset */
+  uint64_t total_allocations; /* counted allocations ever made */
+  uint64_t total_bytes;       /* requested bytes ever allocated (counted) */
+} leakbound_heap_stats;
+
+/* 1 when the hooks are installed and counting (the interposer owns malloc, or the sanitizer
+ * hooks are installed); 0 otherwise, with a reason from leakbound_heap_state(). */
+int leakbound_heap_active(void);
+/* "active", or "unavailable: <reason>". Static storage. */
+const char* leakbound_heap_state(void);
+/* Reads the counters (a consistent-enough snapshot: each field is read atomically). */
+void leakbound_heap_read(leakbound_heap_stats* out);
+void leakbound_heap_reset_peak(void);
+
+/* Thread-local exclusion: allocations made on this thread while the depth is > 0 are not
+ * counted, and their frees (from any thread) do not decrement the counters. Nestable. */
+void leakbound_heap_exclude_begin(void);
+void leakbound_heap_exclude_end(void);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+
+namespace leakbound::watch {
+/* RAII harness scope: what the harness allocates for itself is not counted. */
+class HeapExclusion {
+ public:
+  HeapExclusion() { leakbound_heap_exclude_begin(); }
+  ~HeapExclusion() { leakbound_heap_exclude_end(); }
+  HeapExclusion(const HeapExclusion&) = delete;
+  HeapExclusion& operator=(const HeapExclusion&) = delete;
+};
+}  // namespace leakbound::watch
+#endif
+
+#endif /* LEAKBOUND_WATCH_HEAP_H_ */
