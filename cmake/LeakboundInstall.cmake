@@ -1,0 +1,149 @@
+# leakbound as a dependency: leakbound::* ALIAS targets (add_subdirectory, FetchContent), and with
+# LEAKBOUND_INSTALL the install rules, the exported targets, leakboundConfig.cmake (+ version file)
+# for find_package(leakbound CONFIG) and leakbound.pc / leakbound-gtest.pc for pkg-config.
+# Included once, at the end of the top-level CMakeLists.txt, after every target exists.
+
+# The package: one line per target, "<target> <name>"; consumers see leakbound::<name>. A new
+# library or tool that users link or run is added here and nowhere else; targets that are not
+# part of this build (no GoogleTest, CLI off, not yet written) are skipped.
+set(LEAKBOUND_PACKAGE_TARGETS
+  "leakbound_runtime runtime"       # the reference tape runtime
+  "leakbound_reports reports"       # report schema, JSON, Markdown, HTML, diff
+  "leakbound_workloads workloads"   # clean workloads, traps, the leak zoo
+  "leakbound_harness harness"       # Runner, probes, Judge, suite
+  "leakbound_cupti cupti"           # CUPTI ledger and observer (in harness' link interface)
+  "leakbound_heap heap"             # the exact host-heap interposer (shared)
+  "leakbound_preload preload"       # the LD_PRELOAD library of `leakbound watch`, once it exists
+  "leakbound_gtest gtest"           # EXPECT_LEAK_BOUND (when GoogleTest is found)
+  "leakbound_warnings warnings"     # build-tree warning flags; empty once installed
+  "leakbound cli"                   # the `leakbound` command
+)
+
+set(_lb_targets "")
+foreach(_lb_entry IN LISTS LEAKBOUND_PACKAGE_TARGETS)
+  separate_arguments(_lb_pair UNIX_COMMAND "${_lb_entry}")
+  list(GET _lb_pair 0 _lb_target)
+  list(GET _lb_pair 1 _lb_name)
+  if(NOT TARGET ${_lb_target})
+    continue()
+  endif()
+  list(APPEND _lb_targets ${_lb_target})
+  set_target_properties(${_lb_target} PROPERTIES EXPORT_NAME ${_lb_name})
+  get_target_property(_lb_type ${_lb_target} TYPE)
+  if(_lb_type STREQUAL "EXECUTABLE")
+    add_executable(leakbound::${_lb_name} ALIAS ${_lb_target})
+  else()
+    add_library(leakbound::${_lb_name} ALIAS ${_lb_target})
+  endif()
+endforeach()
+
+if(NOT LEAKBOUND_INSTALL)
+  return()
+endif()
+
+include(CMakePackageConfigHelpers)
+set(LEAKBOUND_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/leakbound)
+
+# Include directories: a plain path into this tree (`PUBLIC include`) cannot be exported, so it is
+# wrapped in $<BUILD_INTERFACE:...> here, and every target gets $<INSTALL_INTERFACE:include>. The
+# directories found this way are the public header trees, installed under include/.
+set(_lb_header_dirs "")
+foreach(_lb_target IN LISTS _lb_targets)
+  get_target_property(_lb_dirs ${_lb_target} INTERFACE_INCLUDE_DIRECTORIES)
+  if(NOT _lb_dirs)
+    continue()
+  endif()
+  set(_lb_new_dirs "")
+  foreach(_lb_dir IN LISTS _lb_dirs)
+    if(_lb_dir MATCHES "^\\$<BUILD_INTERFACE:([^$<>]+)>$")
+      set(_lb_path "${CMAKE_MATCH_1}")
+    elseif(NOT _lb_dir MATCHES "\\$<" AND
+           (_lb_dir MATCHES "^${PROJECT_SOURCE_DIR}/" OR _lb_dir MATCHES "^${PROJECT_BINARY_DIR}/"))
+      set(_lb_path "${_lb_dir}")
+      set(_lb_dir "$<BUILD_INTERFACE:${_lb_dir}>")
+    else()
+      set(_lb_path "")
+    endif()
+    if(_lb_path MATCHES "^${PROJECT_SOURCE_DIR}/")
+      list(APPEND _lb_header_dirs "${_lb_path}")
+    endif()
+    list(APPEND _lb_new_dirs "${_lb_dir}")
+  endforeach()
+  list(APPEND _lb_new_dirs "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
+  list(REMOVE_DUPLICATES _lb_new_dirs)
+  set_property(TARGET ${_lb_target} PROPERTY INTERFACE_INCLUDE_DIRECTORIES "${_lb_new_dirs}")
+endforeach()
+list(REMOVE_DUPLICATES _lb_header_dirs)
+foreach(_lb_dir IN LISTS _lb_header_dirs)
+  install(DIRECTORY "${_lb_dir}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+          FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp" PATTERN "*.cuh")
+endforeach()
+
+# RPATH: the installed CLI finds libleakbound_heap.so (and any other shared library of the
+# package) in ../lib relative to itself; shared libraries find their siblings next to them.
+# Consumers' executables get the imported library's directory from CMake's build RPATH.
+file(RELATIVE_PATH _lb_bin_to_lib "${CMAKE_INSTALL_FULL_BINDIR}" "${CMAKE_INSTALL_FULL_LIBDIR}")
+foreach(_lb_target IN LISTS _lb_targets)
+  get_target_property(_lb_type ${_lb_target} TYPE)
+  if(_lb_type STREQUAL "EXECUTABLE")
+    set_property(TARGET ${_lb_target} APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${_lb_bin_to_lib}")
+  elseif(_lb_type MATCHES "SHARED_LIBRARY|MODULE_LIBRARY")
+    set_property(TARGET ${_lb_target} APPEND PROPERTY INSTALL_RPATH "$ORIGIN")
+  endif()
+endforeach()
+
+install(TARGETS ${_lb_targets} EXPORT leakboundTargets
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT leakboundTargets NAMESPACE leakbound:: DESTINATION ${LEAKBOUND_CMAKE_DIR})
+
+# What the config file must find again: whatever the exported link interface names.
+set(LEAKBOUND_CONFIG_HAVE_CUDA ${LEAKBOUND_HAVE_CUDA})
+if(TARGET leakbound_gtest)
+  set(LEAKBOUND_CONFIG_HAVE_GTEST ON)
+else()
+  set(LEAKBOUND_CONFIG_HAVE_GTEST OFF)
+endif()
+set(LEAKBOUND_CONFIG_TARGETS "")
+foreach(_lb_target IN LISTS _lb_targets)
+  get_target_property(_lb_name ${_lb_target} EXPORT_NAME)
+  list(APPEND LEAKBOUND_CONFIG_TARGETS leakbound::${_lb_name})
+endforeach()
+list(JOIN LEAKBOUND_CONFIG_TARGETS " " LEAKBOUND_CONFIG_TARGETS)
+
+# The same config serves the install tree and the build tree (-Dleakbound_DIR=<build dir>): it
+# locates nothing by prefix, the targets file does.
+configure_file(${CMAKE_CURRENT_LIST_DIR}/leakboundConfig.cmake.in
+               ${PROJECT_BINARY_DIR}/leakboundConfig.cmake @ONLY)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/leakboundConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/leakboundConfig.cmake
+              ${PROJECT_BINARY_DIR}/leakboundConfigVersion.cmake
+        DESTINATION ${LEAKBOUND_CMAKE_DIR})
+export(EXPORT leakboundTargets NAMESPACE leakbound::
+       FILE ${PROJECT_BINARY_DIR}/leakboundTargets.cmake)
+
+# pkg-config: leakbound (runtime, reports, workloads, harness) and leakbound-gtest. The libraries
+# are static (but the heap interposer), so their dependencies are public in the .pc file.
+file(RELATIVE_PATH LEAKBOUND_PC_TO_PREFIX "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig"
+     "${CMAKE_INSTALL_PREFIX}")
+string(REGEX REPLACE "/$" "" LEAKBOUND_PC_TO_PREFIX "${LEAKBOUND_PC_TO_PREFIX}")
+set(LEAKBOUND_PC_CFLAGS "")
+set(LEAKBOUND_PC_LIBS "")
+if(LEAKBOUND_HAVE_CUDA)
+  string(APPEND LEAKBOUND_PC_CFLAGS " -DLEAKBOUND_HAVE_CUDA=1 -I${CUDAToolkit_INCLUDE_DIRS}")
+  string(APPEND LEAKBOUND_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas")
+endif()
+if(LEAKBOUND_HAVE_CUPTI)
+  string(APPEND LEAKBOUND_PC_CFLAGS " -DLEAKBOUND_HAVE_CUPTI=1")
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/leakbound.pc.in ${PROJECT_BINARY_DIR}/leakbound.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/leakbound.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(TARGET leakbound_gtest)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/leakbound-gtest.pc.in
+                 ${PROJECT_BINARY_DIR}/leakbound-gtest.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/leakbound-gtest.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
