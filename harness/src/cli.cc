@@ -167,7 +167,7 @@ int CmdList(bool json) {
       const auto& w = reg.info;
       list.push_back({{"name", w.name},
                       {"kind", lb::workloads::KindName(w.kind)},
-                      {"expectation", w.expectation},
+                      {"expectation", lb::reports::ToString(w.expectation)},
                       {"detected_by", w.detected_by},
                       {"needs_cuda", w.needs_cuda},
                       {"description", w.description}});
@@ -182,7 +182,7 @@ int CmdList(bool json) {
   for (const auto& reg : all) {
     const auto& w = reg.info;
     std::printf("%-*s %-6s %-26s %s%s\n", w0, w.name.c_str(), lb::workloads::KindName(w.kind),
-                w.expectation.c_str(), w.description.c_str(), w.needs_cuda ? " [cuda only]" : "");
+                lb::reports::ToString(w.expectation).c_str(), w.description.c_str(), w.needs_cuda ? " [cuda only]" : "");
   }
   return kOk;
 }

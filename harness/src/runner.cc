@@ -22,14 +22,7 @@ double Median(std::vector<double> v) {
   return *mid;
 }
 
-int Precedence(const std::string& verdict) {
-  if (verdict == reports::kUnboundedGrowth) return 5;
-  if (verdict == reports::kPoolFragmentation) return 4;
-  if (verdict == reports::kNotReturnedToBaseline) return 3;
-  if (verdict == reports::kPeakOverBudget) return 2;
-  if (verdict == reports::kPass) return 0;
-  return 6;  // "error" and anything unknown win
-}
+int Precedence(reports::VerdictClass verdict) { return reports::Severity(verdict); }
 
 int index_of_counter(const std::vector<CounterInfo>& counters, const std::string& name) {
   for (std::size_t c = 0; c < counters.size(); ++c)
@@ -179,7 +172,7 @@ void CombineVerdicts(const workloads::WorkloadInfo& info, reports::WorkloadResul
       worst = &v;
     }
   }
-  if (result.verdict != "error") {
+  if (result.verdict != reports::kError) {
     result.verdict = worst == nullptr ? reports::kPass : worst->verdict;
     result.evidence = worst == nullptr ? "every judged counter is flat across blocks and back at "
                                          "its baseline"
@@ -331,7 +324,7 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
     result.series.push_back(std::move(s));
   }
   if (!error.empty() || static_cast<int>(series[0].size()) != schedule.TotalSteps()) {
-    result.verdict = "error";
+    result.verdict = reports::kError;
     result.evidence = error.empty() ? "the run ended early" : "the workload threw: " + error;
     CombineVerdicts(info, result);
     return result;
@@ -400,7 +393,7 @@ reports::WorkloadResult Runner::Run(const workloads::Registration& registration,
       result.counters.push_back(
           JudgeCounter(counter, series[c], schedule, baseline[c], final_sample[c], judge));
     } catch (const std::exception& e) {  // e.g. a probe returned a non-finite sample
-      result.verdict = "error";
+      result.verdict = reports::kError;
       result.evidence = std::string("cannot judge ") + counter.name + ": " + e.what();
     }
   }
@@ -445,7 +438,7 @@ std::map<std::string, NoiseFloor> Runner::Calibrate(const std::vector<std::strin
       const workloads::Registration* reg = workloads::FindWorkload(name);
       if (reg == nullptr) throw std::invalid_argument("calibration workload '" + name + "' is unknown");
       const reports::WorkloadResult result = plain.Run(*reg);
-      if (result.verdict == "error") {
+      if (result.verdict == reports::kError) {
         throw std::runtime_error("calibration run of '" + name + "' failed: " + result.evidence);
       }
       for (const reports::CounterSeries& s : result.series) {

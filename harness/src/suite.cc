@@ -114,7 +114,7 @@ class Progress {
     if (!enabled_) return;
     if (tty_) std::fprintf(stderr, "\r\033[K");
     std::fprintf(stderr, "[%2d/%d] %-28s %-26s %s (%.2f s)\n", index, total, r.name.c_str(),
-                 r.verdict.c_str(), r.met_expectation ? "as expected" : "UNEXPECTED", seconds);
+                 reports::ToString(r.verdict).c_str(), r.met_expectation ? "as expected" : "UNEXPECTED", seconds);
   }
   void Note(const std::string& line) {
     if (enabled_) std::fprintf(stderr, "%s\n", line.c_str());
@@ -261,7 +261,7 @@ void PrintSummary(const reports::Report& report, std::ostream& out) {
 }
 
 void PrintDetectionTable(const reports::Report& report, std::ostream& out) {
-  std::map<std::string, std::pair<int, int>> by_class;  // planted class -> (entries, detected)
+  std::map<reports::VerdictClass, std::pair<int, int>> by_class;  // planted class -> (entries, detected)
   int clean = 0, false_positives = 0, errors = 0;
   for (const auto& w : report.workloads) {
     if (w.kind == "zoo") {
@@ -270,8 +270,8 @@ void PrintDetectionTable(const reports::Report& report, std::ostream& out) {
       detected += w.met_expectation ? 1 : 0;
     } else {
       ++clean;
-      errors += w.verdict == "error" ? 1 : 0;
-      false_positives += w.verdict != reports::kPass && w.verdict != "error" ? 1 : 0;
+      errors += w.verdict == reports::kError ? 1 : 0;
+      false_positives += w.verdict != reports::kPass && w.verdict != reports::kError ? 1 : 0;
     }
   }
   out << "detection table\n";

@@ -279,7 +279,7 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
   // Findings in precedence order: growth > not returned to baseline > peak over budget.
   // Returned-to-baseline is only meaningful for exact counters (noisy ones never come back
   // to the byte).
-  std::vector<std::pair<const char*, std::string>> findings;
+  std::vector<std::pair<reports::VerdictClass, std::string>> findings;
   if (trend.grew) findings.emplace_back(reports::kUnboundedGrowth, trend.sentence);
   const double residue = final_value - baseline;
   if (info.exact && residue != 0) {

@@ -6,11 +6,11 @@
 namespace leakbound::harness {
 namespace {
 
-reports::CounterVerdict V(const std::string& counter, const std::string& verdict) {
+reports::CounterVerdict V(const std::string& counter, reports::VerdictClass verdict) {
   reports::CounterVerdict v;
   v.counter = counter;
   v.verdict = verdict;
-  v.evidence = counter + " " + verdict;
+  v.evidence = counter + " " + reports::ToString(verdict);
   return v;
 }
 

@@ -123,7 +123,7 @@ TEST(Soak, TwentyThousandStepsOfTheMlpWorkloadStayFlat) {
   EXPECT_EQ(r.final_live_bytes, 0);
   std::printf("[figures] soak: %d steps (+%d warm-up) of mlp_sgd in %.1f s, steady %.0f B above "
               "baseline, verdict %s\n",
-              20000, r.warmup_steps, seconds, r.steady_live_bytes, r.verdict.c_str());
+              20000, r.warmup_steps, seconds, r.steady_live_bytes, reports::ToString(r.verdict).c_str());
 }
 
 TEST(AtomicWrite, WriterKilledMidWrite_NeverLeavesAHalfWrittenReport) {

@@ -70,7 +70,7 @@ DiffRow CompareMetric(const std::string& workload, const MetricRule& rule, doubl
 }
 
 std::string VerdictText(const WorkloadResult& workload) {
-  return workload.verdict + (workload.met_expectation ? " (met)" : " (expectation missed)");
+  return ToString(workload.verdict) + (workload.met_expectation ? " (met)" : " (expectation missed)");
 }
 
 DiffRow CompareVerdicts(const WorkloadResult& base, const WorkloadResult& fresh) {
@@ -83,13 +83,13 @@ DiffRow CompareVerdicts(const WorkloadResult& base, const WorkloadResult& fresh)
   row.percent_text = "-";
   if (base.met_expectation && !fresh.met_expectation) {
     row.status = DiffStatus::kRegression;
-    row.reason = "met its expectation (" + base.expectation + ") before, misses it now";
+    row.reason = "met its expectation (" + ToString(base.expectation) + ") before, misses it now";
   } else if (!base.met_expectation && fresh.met_expectation) {
     row.status = DiffStatus::kImprovement;
-    row.reason = "meets its expectation (" + fresh.expectation + ") now";
+    row.reason = "meets its expectation (" + ToString(fresh.expectation) + ") now";
   } else if (base.verdict == kPass && fresh.verdict != kPass) {
     row.status = DiffStatus::kRegression;
-    row.reason = "was PASS, now " + fresh.verdict;
+    row.reason = "was PASS, now " + ToString(fresh.verdict);
   } else if (base.verdict != fresh.verdict) {
     row.status = DiffStatus::kNote;
     row.reason = "verdict changed";

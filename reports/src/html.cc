@@ -89,9 +89,9 @@ std::string Badge(const std::string& css_class, const std::string& text) {
 // detection (the flag is the point of the entry); red otherwise.
 std::string CounterBadge(const WorkloadResult& workload, const CounterVerdict& counter) {
   if (!counter.judged) return Badge("info", "not judged");
-  if (counter.verdict == kPass) return Badge("pass", counter.verdict);
+  if (counter.verdict == kPass) return Badge("pass", ToString(counter.verdict));
   return Badge(WorkloadOutcome(workload) == Outcome::kExpectedDetection ? "expected" : "missed",
-               counter.verdict);
+               ToString(counter.verdict));
 }
 
 std::string Cell(const std::string& escaped, bool numeric = false) {
@@ -158,8 +158,8 @@ void AppendSummary(const Report& report, std::string& out) {
     out += Cell("<a href=\"#w" + std::to_string(i) + "\"><code>" + EscapeHtml(workload.name) +
                 "</code></a>");
     out += Cell(EscapeHtml(workload.kind));
-    out += Cell(EscapeHtml(workload.expectation));
-    out += Cell(Badge(BadgeClass(WorkloadOutcome(workload)), workload.verdict));
+    out += Cell(EscapeHtml(ToString(workload.expectation)));
+    out += Cell(Badge(BadgeClass(WorkloadOutcome(workload)), ToString(workload.verdict)));
     out += Cell(workload.met_expectation ? "yes" : "<strong>no</strong>");
     out += Cell(EscapeHtml(FormatBytes(workload.steady_live_bytes)), true);
     out += Cell(EscapeHtml(FormatBytes(workload.peak_bytes)), true);
@@ -250,8 +250,8 @@ void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& 
   const Outcome outcome = WorkloadOutcome(workload);
   out += "<section class=\"card " + BadgeClass(outcome) + "\" id=\"w" + std::to_string(index) +
          "\"><header><h2><code>" + EscapeHtml(workload.name) + "</code></h2><span class=\"chip\">" +
-         EscapeHtml(workload.kind) + "</span>" + Badge(BadgeClass(outcome), workload.verdict) +
-         "<span class=\"expect\">expected " + EscapeHtml(workload.expectation) + " &middot; " +
+         EscapeHtml(workload.kind) + "</span>" + Badge(BadgeClass(outcome), ToString(workload.verdict)) +
+         "<span class=\"expect\">expected " + EscapeHtml(ToString(workload.expectation)) + " &middot; " +
          EscapeHtml(std::string(OutcomeLabel(outcome))) + "</span></header>";
   if (!workload.description.empty()) {
     out += "<p class=\"desc\">" + EscapeHtml(workload.description) + "</p>";

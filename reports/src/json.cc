@@ -69,8 +69,8 @@ Json WorkloadToJson(const WorkloadResult& workload) {
   json["name"] = workload.name;
   json["description"] = workload.description;
   json["kind"] = workload.kind;
-  json["expectation"] = workload.expectation;
-  json["verdict"] = workload.verdict;
+  json["expectation"] = ToString(workload.expectation);
+  json["verdict"] = ToString(workload.verdict);
   json["met_expectation"] = workload.met_expectation;
   json["evidence"] = workload.evidence;
   json["warmup_steps"] = workload.warmup_steps;
@@ -89,7 +89,7 @@ Json WorkloadToJson(const WorkloadResult& workload) {
   for (const CounterVerdict& counter : workload.counters) {
     Json entry = Json::object();
     entry["counter"] = counter.counter;
-    entry["verdict"] = counter.verdict;
+    entry["verdict"] = ToString(counter.verdict);
     entry["slope_per_step"] = Number<Json>(counter.slope_per_step);
     entry["slope_bound"] = Number<Json>(counter.slope_bound);
     entry["baseline"] = Number<Json>(counter.baseline);
@@ -235,6 +235,16 @@ class FieldReader {
     const nlohmann::json& value = Require(key);
     if (!value.is_string()) ThrowWrongType(value, Child(key), "a string");
     return value.get<std::string>();
+  }
+
+  // A verdict class, spelled as VerdictName writes it.
+  VerdictClass Verdict(const char* key) const {
+    const std::string text = String(key);
+    const std::optional<VerdictClass> verdict = ParseVerdictClass(text);
+    if (!verdict) {
+      ThrowOutOfRange(Child(key), "one of " + std::string(kVerdictNames) + " (got '" + text + "')");
+    }
+    return *verdict;
   }
 
   bool Bool(const char* key) const {
@@ -401,7 +411,7 @@ RunMetadata ReadMeta(const FieldReader& in) {
 CounterVerdict ReadCounterVerdict(const FieldReader& in) {
   CounterVerdict counter;
   counter.counter = in.String("counter");
-  counter.verdict = in.String("verdict");
+  counter.verdict = in.Verdict("verdict");
   counter.slope_per_step = in.Double("slope_per_step");
   counter.slope_bound = in.Double("slope_bound");
   counter.baseline = in.Double("baseline");
@@ -410,7 +420,7 @@ CounterVerdict ReadCounterVerdict(const FieldReader& in) {
   counter.evidence = in.String("evidence");
   if (in.Has("judged")) counter.judged = in.Bool("judged");
   if (!counter.judged && counter.verdict != kPass) {
-    in.ThrowInconsistent("judged", "it is false but the counter's verdict is '" + counter.verdict +
+    in.ThrowInconsistent("judged", "it is false but the counter's verdict is '" + ToString(counter.verdict) +
                                        "'; an unjudged counter is never flagged");
   }
   return counter;
@@ -442,15 +452,15 @@ WorkloadResult ReadWorkload(const FieldReader& in) {
   workload.name = in.String("name");
   workload.description = in.String("description");
   workload.kind = in.String("kind");
-  workload.expectation = in.String("expectation");
-  workload.verdict = in.String("verdict");
+  workload.expectation = in.Verdict("expectation");
+  workload.verdict = in.Verdict("verdict");
   workload.met_expectation = in.Bool("met_expectation");
   // A met expectation is the expected verdict (the harness may still call a matching verdict
   // unmet, when a zoo entry was flagged on another counter than the one it names).
   if (workload.met_expectation && workload.verdict != workload.expectation) {
-    in.ThrowInconsistent("met_expectation", "it is true but verdict '" + workload.verdict +
+    in.ThrowInconsistent("met_expectation", "it is true but verdict '" + ToString(workload.verdict) +
                                                 "' is not the expectation '" +
-                                                workload.expectation + "'");
+                                                ToString(workload.expectation) + "'");
   }
   workload.evidence = in.String("evidence");
   workload.warmup_steps = in.Int("warmup_steps");

@@ -83,7 +83,7 @@ void AppendSummary(const Report& report, std::string& out) {
                {false, false, false, false, false, true, true, true, true});
   for (const WorkloadResult& workload : report.workloads) {
     AppendRow(out, {MarkdownEscape(workload.name), MarkdownEscape(workload.kind),
-                    MarkdownEscape(workload.expectation), MarkdownEscape(workload.verdict),
+                    MarkdownEscape(ToString(workload.expectation)), MarkdownEscape(ToString(workload.verdict)),
                     workload.met_expectation ? "yes" : "**NO**",
                     FormatBytes(workload.steady_live_bytes), FormatBytes(workload.peak_bytes),
                     FormatCount(workload.allocations_per_step),
@@ -104,7 +104,7 @@ void AppendDetection(const Report& report, std::string& out) {
     std::string result;
     if (workload.kind == "zoo") {
       ++zoo_total;
-      planted = MarkdownEscape(workload.expectation);
+      planted = MarkdownEscape(ToString(workload.expectation));
       if (workload.met_expectation) {
         ++zoo_detected;
         result = "detected";
@@ -123,7 +123,7 @@ void AppendDetection(const Report& report, std::string& out) {
                                 (count == 1 ? " false positive**" : " false positives**");
     }
     AppendRow(out, {MarkdownEscape(workload.name), MarkdownEscape(workload.kind), planted,
-                    MarkdownEscape(workload.verdict), result});
+                    MarkdownEscape(ToString(workload.verdict)), result});
   }
   out += "\nZoo: " + std::to_string(zoo_detected) + " of " + std::to_string(zoo_total) +
          " planted leaks detected with their class. Clean and trap workloads: " +
@@ -133,8 +133,8 @@ void AppendDetection(const Report& report, std::string& out) {
 }
 
 void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
-  out += "### " + MarkdownEscape(workload.name) + ": " + MarkdownEscape(workload.verdict) + " (expected " +
-         MarkdownEscape(workload.expectation) + ", " +
+  out += "### " + MarkdownEscape(workload.name) + ": " + MarkdownEscape(ToString(workload.verdict)) + " (expected " +
+         MarkdownEscape(ToString(workload.expectation)) + ", " +
          std::string(OutcomeLabel(WorkloadOutcome(workload))) + ")\n\n";
   if (!workload.description.empty()) out += MarkdownEscape(workload.description) + "\n\n";
   out += "> " + (workload.evidence.empty() ? std::string("(no evidence recorded)")
@@ -155,7 +155,7 @@ void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
     for (const CounterVerdict& counter : workload.counters) {
       const std::string unit = CounterUnit(workload, counter.counter);
       AppendRow(out, {MarkdownEscape(counter.counter),
-                      counter.judged ? MarkdownEscape(counter.verdict) : std::string("not judged"),
+                      counter.judged ? MarkdownEscape(ToString(counter.verdict)) : std::string("not judged"),
                       FormatInUnit(counter.slope_per_step, unit),
                       FormatInUnit(counter.slope_bound, unit), FormatInUnit(counter.baseline, unit),
                       FormatInUnit(counter.final_value, unit), FormatInUnit(counter.peak, unit),

@@ -18,13 +18,14 @@ namespace leakbound::workloads::internal {
 using runtime::AllocationTag;
 using runtime::EagerSession;
 
-WorkloadInfo Info(Kind kind, std::string name, std::string description, std::string expectation,
+WorkloadInfo Info(Kind kind, std::string name, std::string description,
+                  reports::VerdictClass expectation,
                   std::string detected_by) {
   WorkloadInfo info;
   info.name = std::move(name);
   info.description = std::move(description);
   info.kind = kind;
-  info.expectation = std::move(expectation);
+  info.expectation = expectation;
   info.detected_by = std::move(detected_by);
   return info;
 }

@@ -33,7 +33,7 @@ Registration Register(WorkloadInfo info) {
 
 // The registry entry of a workload; expectation and detected_by as in WorkloadInfo.
 WorkloadInfo Info(Kind kind, std::string name, std::string description,
-                  std::string expectation = reports::kPass, std::string detected_by = {});
+                  reports::VerdictClass expectation = reports::kPass, std::string detected_by = {});
 
 runtime::SessionOptions OptionsFor(const WorkloadContext& context,
                                    runtime::PlantedFaults faults = {});

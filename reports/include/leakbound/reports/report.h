@@ -8,17 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "leakbound/reports/verdict_class.h"
+
 namespace leakbound::reports {
 
 inline constexpr int kSchemaVersion = 1;
-
-// Verdict classes. "PASS" means bounded; the others name what went wrong.
-inline constexpr const char* kPass = "PASS";
-inline constexpr const char* kUnboundedGrowth = "unbounded-growth";
-inline constexpr const char* kNotReturnedToBaseline = "not-returned-to-baseline";
-inline constexpr const char* kPeakOverBudget = "peak-over-budget";
-// Device-only classes (GPU issue): pool reserved bytes grow while used bytes stay flat.
-inline constexpr const char* kPoolFragmentation = "pool-fragmentation";
 
 struct RunMetadata {
   std::string tool_version;  // e.g. "0.1.0"
@@ -54,7 +48,7 @@ struct CounterSeries {
 
 struct CounterVerdict {
   std::string counter;
-  std::string verdict;          // kPass or a class
+  VerdictClass verdict = kPass;
   double slope_per_step = 0;    // bytes (or count) per step over the measured blocks
   double slope_bound = 0;       // noise floor the slope was judged against (0 for exact)
   double baseline = 0;          // before setup
@@ -86,8 +80,8 @@ struct WorkloadResult {
   std::string name;
   std::string description;
   std::string kind;         // "clean", "zoo", "trap"
-  std::string expectation;  // kPass for clean/trap, the planted class for zoo entries
-  std::string verdict;      // kPass or the class found
+  VerdictClass expectation = kPass;  // kPass for clean/trap, the planted class for zoo entries
+  VerdictClass verdict = kPass;      // kPass or the class found
   bool met_expectation = false;
   std::string evidence;     // the sentence that explains the verdict
   int warmup_steps = 0;     // effective (configured or detected)

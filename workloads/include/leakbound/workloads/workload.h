@@ -11,6 +11,7 @@
 
 #include "leakbound/runtime/device.h"
 #include "leakbound/runtime/session.h"
+#include "leakbound/reports/verdict_class.h"
 
 namespace leakbound::workloads {
 
@@ -23,7 +24,7 @@ struct WorkloadInfo {
   Kind kind = Kind::kClean;
   // reports::kPass for clean workloads and traps; the planted class for zoo entries
   // (reports::kUnboundedGrowth, kNotReturnedToBaseline, kPeakOverBudget, ...).
-  std::string expectation;
+  reports::VerdictClass expectation = reports::kPass;
   // The counter that must show the planted leak (zoo), e.g. "runtime.live_bytes" or
   // "host.heap_bytes"; empty for clean/trap.
   std::string detected_by;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "leakbound/harness/cupti/ledger.h"
+#include "leakbound/reports/verdict_class.h"
 
 namespace leakbound::harness::cupti {
 
@@ -42,7 +43,7 @@ std::string_view FindingKindName(FindingKind kind);  // "allocator-bypass", ...
 
 struct Finding {
   FindingKind kind = FindingKind::kAllocatorBypass;
-  std::string verdict;  // reports::kUnboundedGrowth or reports::kPoolFragmentation
+  reports::VerdictClass verdict = reports::kUnboundedGrowth;  // or reports::kPoolFragmentation
   std::string series;   // what grew: a bucket name ("device", "static", ...) or "pool_reserved"
   double bytes_per_block = 0;        // (last - first) / (block ends - 1)
   double allocations_per_block = 0;  // same, for live allocation counts (0 for pool_reserved)
@@ -50,7 +51,7 @@ struct Finding {
 };
 
 struct Classification {
-  std::string verdict;   // reports::kPass, kUnboundedGrowth (wins) or kPoolFragmentation
+  reports::VerdictClass verdict = reports::kPass;  // or kUnboundedGrowth (wins), kPoolFragmentation
   std::string evidence;  // the findings' sentences, or what was flat
   std::vector<Finding> findings;
   bool judged = false;  // false (and verdict kPass) with fewer than kMinBlockEnds snapshots
