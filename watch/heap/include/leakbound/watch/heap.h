@@ -1,4 +1,4 @@
-/* The exact host-heap interposer: C API (contract; see watch/heap/README or docs).
+/* The exact host-heap interposer: C API (docs/heap.md).
  * Counts every malloc-family call of the process exactly, lock-free, with no allocation in the
  * hooks. Linked into the executables that run workloads (a shared library that defines malloc
  * ahead of glibc) and loaded with LD_PRELOAD by `leakbound watch`. */
@@ -17,24 +17,40 @@ typedef struct leakbound_heap_stats {
   uint64_t peak_bytes;        /* high-water mark of live_bytes since the last peak reset */
   uint64_t total_allocations; /* counted allocations ever made */
   uint64_t total_bytes;       /* requested bytes ever allocated (counted) */
+  /* Allocations the interposer saw but could not record (its table was full near that address,
+   * or a single block >= 1 TiB): not in the figures above; 0 unless the state says "degraded". */
+  uint64_t untracked_allocations;
 } leakbound_heap_stats;
 
 /* 1 when the hooks are installed and counting (the interposer owns malloc, or the sanitizer
  * hooks are installed); 0 otherwise, with a reason from leakbound_heap_state(). */
 int leakbound_heap_active(void);
-/* "active", or "unavailable: <reason>". Static storage. */
+/* "active", "active, degraded: ..." (see untracked_allocations), or "unavailable: <reason>".
+ * Static storage. */
 const char* leakbound_heap_state(void);
+/* How the hooks are fed: "interposer" (this library defines malloc) or "sanitizer hooks"
+ * (ASan/TSan own malloc; __sanitizer_install_malloc_and_free_hooks). Static storage. */
+const char* leakbound_heap_mode(void);
 /* Reads the counters (a consistent-enough snapshot: each field is read atomically). */
 void leakbound_heap_read(leakbound_heap_stats* out);
+/* peak_bytes := live_bytes now. */
 void leakbound_heap_reset_peak(void);
 
 /* Thread-local exclusion: allocations made on this thread while the depth is > 0 are not
  * counted, and their frees (from any thread) do not decrement the counters. Nestable. */
 void leakbound_heap_exclude_begin(void);
 void leakbound_heap_exclude_end(void);
+/* 1 when this thread is inside an exclusion. */
+int leakbound_heap_excluded(void);
+
+/* Process-wide switch (default on). Off: new allocations are neither counted nor recorded (the
+ * hooks only forward); frees of blocks counted earlier still decrement, so the books stay exact.
+ * For measuring the interposer's cost (bench_leakbound heap/ family). */
+void leakbound_heap_set_counting(int on);
+int leakbound_heap_counting(void);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 
 namespace leakbound::watch {
 /* RAII harness scope: what the harness allocates for itself is not counted. */

@@ -1,0 +1,46 @@
+/* The hook core of the host-heap interposer: the per-allocation table and the counters, shared by
+ * every front end (glibc interposition in interpose_glibc.c, sanitizer hooks in
+ * interpose_sanitizer.c, and later the `leakbound watch` LD_PRELOAD library, which compiles
+ * heap_core.c too). Internal: not installed. Nothing here allocates or locks. */
+#ifndef LEAKBOUND_WATCH_HEAP_CORE_H_
+#define LEAKBOUND_WATCH_HEAP_CORE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LEAKBOUND_HEAP_HIDDEN __attribute__((visibility("hidden")))
+
+/* What a front end learned when it took a block out of the table (realloc puts it back on
+ * failure). found == 0: the block was not counted (excluded, allocated before the interposer,
+ * or by another allocator). */
+typedef struct LeakboundHeapTaken {
+  int found;
+  uint64_t size;
+  uint32_t site;
+} LeakboundHeapTaken;
+
+/* A block the allocator just returned: counted and recorded unless this thread is excluded or
+ * counting is paused. */
+LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnAlloc(const void* block, uint64_t size);
+/* A block about to be handed back to the allocator (call BEFORE the real free: once freed, the
+ * address may be reused by another thread's malloc). Uncounted blocks are ignored. */
+LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnFree(const void* block);
+/* realloc: take the record out (no counter change), then either PutBack (the real realloc
+ * failed, the block is still the caller's) or ForgetTaken (the old block is gone). */
+LEAKBOUND_HEAP_HIDDEN LeakboundHeapTaken LeakboundHeapTake(const void* block);
+LEAKBOUND_HEAP_HIDDEN void LeakboundHeapPutBack(const void* block, LeakboundHeapTaken taken);
+LEAKBOUND_HEAP_HIDDEN void LeakboundHeapForgetTaken(LeakboundHeapTaken taken);
+
+/* Set once by the front end: NULL when its hooks receive the process's allocations, else the
+ * reason they cannot (static storage). */
+LEAKBOUND_HEAP_HIDDEN void LeakboundHeapSetFrontEnd(const char* mode, const char* unavailable);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LEAKBOUND_WATCH_HEAP_CORE_H_ */

@@ -1,0 +1,114 @@
+/* Front end of the host-heap interposer for a plain build: defines the malloc family ahead of
+ * glibc (this library is a DT_NEEDED of the executable, or LD_PRELOADed) and forwards to glibc's
+ * exported __libc_* entry points, so no dlsym bootstrap (and no static calloc buffer) is needed.
+ * C++ new/delete reach these through libstdc++. Sizes counted are the requested ones. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "heap_core.h"
+
+extern void* __libc_malloc(size_t size);
+extern void __libc_free(void* block);
+extern void* __libc_calloc(size_t count, size_t size);
+extern void* __libc_realloc(void* block, size_t size);
+extern void* __libc_memalign(size_t alignment, size_t size);
+extern void* __libc_valloc(size_t size);
+extern void* __libc_pvalloc(size_t size);
+
+#define LB_EXPORT __attribute__((visibility("default")))
+
+LB_EXPORT void* malloc(size_t size) {
+  void* block = __libc_malloc(size);
+  if (block) LeakboundHeapOnAlloc(block, size);
+  return block;
+}
+
+LB_EXPORT void free(void* block) {
+  if (!block) return;
+  LeakboundHeapOnFree(block);
+  __libc_free(block);
+}
+
+LB_EXPORT void* calloc(size_t count, size_t size) {
+  void* block = __libc_calloc(count, size); /* NULL + ENOMEM on overflow: nothing counted */
+  if (block) LeakboundHeapOnAlloc(block, (uint64_t)count * size);
+  return block;
+}
+
+/* realloc = free(old) + malloc(new) for the counters: the old block's bytes leave the books if
+ * it was counted, the new one is counted unless this thread is excluded. On failure the old
+ * block is untouched and so are the counters. glibc's realloc(p, 0) frees p and returns NULL. */
+LB_EXPORT void* realloc(void* block, size_t size) {
+  if (!block) return malloc(size);
+  LeakboundHeapTaken taken = LeakboundHeapTake(block);
+  void* moved = __libc_realloc(block, size);
+  if (!moved && size != 0) {
+    LeakboundHeapPutBack(block, taken);
+    return NULL;
+  }
+  LeakboundHeapForgetTaken(taken);
+  if (moved) LeakboundHeapOnAlloc(moved, size);
+  return moved;
+}
+
+LB_EXPORT void* reallocarray(void* block, size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return realloc(block, bytes);
+}
+
+LB_EXPORT void* memalign(size_t alignment, size_t size) {
+  void* block = __libc_memalign(alignment, size);
+  if (block) LeakboundHeapOnAlloc(block, size);
+  return block;
+}
+
+/* glibc 2.36 aliases aligned_alloc to memalign (any alignment, rounded up to a power of two). */
+LB_EXPORT void* aligned_alloc(size_t alignment, size_t size) { return memalign(alignment, size); }
+
+LB_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0 || alignment == 0) {
+    return EINVAL;
+  }
+  void* block = __libc_memalign(alignment, size);
+  if (!block) return ENOMEM;
+  LeakboundHeapOnAlloc(block, size);
+  *out = block;
+  return 0;
+}
+
+LB_EXPORT void* valloc(size_t size) {
+  void* block = __libc_valloc(size);
+  if (block) LeakboundHeapOnAlloc(block, size);
+  return block;
+}
+
+/* pvalloc promises a whole number of pages: the rounded size is what the caller may use, and
+ * it is what is counted (as the sanitizers' pvalloc reports it too). */
+LB_EXPORT void* pvalloc(size_t size) {
+  size_t page = (size_t)getpagesize();
+  void* block = __libc_pvalloc(size);
+  if (block) LeakboundHeapOnAlloc(block, (size + page - 1) & ~(page - 1));
+  return block;
+}
+
+/* The definitions above win only if this library precedes libc in the symbol search order.
+ * &malloc goes through the GOT, so it is the process's malloc; the hidden alias is ours. */
+extern void* leakbound_heap_own_malloc(size_t)
+    __attribute__((alias("malloc"), visibility("hidden")));
+
+__attribute__((constructor(102))) static void InitGlibcFrontEnd(void) {
+  void* (*volatile process_malloc)(size_t) = &malloc;
+  if (process_malloc == &leakbound_heap_own_malloc) {
+    LeakboundHeapSetFrontEnd("interposer", NULL);
+  } else {
+    LeakboundHeapSetFrontEnd("interposer",
+                             "unavailable: another malloc precedes libleakbound_heap in the "
+                             "symbol search order (link it before libc, or LD_PRELOAD it)");
+  }
+}
