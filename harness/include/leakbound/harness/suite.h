@@ -2,11 +2,13 @@
 // stderr, and the console tables (summary, detection) the CLI and tests print.
 #pragma once
 
+#include <atomic>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "leakbound/harness/runner.h"
+#include "leakbound/harness/trace.h"
 #include "leakbound/reports/report.h"
 
 namespace leakbound::harness {
@@ -18,10 +20,16 @@ struct SuiteOptions {
   int calibration_runs = 2;
   bool measure_probe_cost = true;      // probe sampling vs the medium MLP step
   bool progress = true;                // progress on stderr
+  // Set (non-zero, e.g. to the signal number) by a signal handler to stop the run: the workload
+  // in progress stops after its current step and is dropped; finished workloads are kept and the
+  // report's meta.interrupted is set. Null: not interruptible.
+  const std::atomic<int>* stop = nullptr;
 };
 
 // Throws std::invalid_argument on unknown workload names (listing the known ones) or options.
-reports::Report RunSuite(const SuiteOptions& options);
+// When `traces` is given it receives what was recorded (one Trace per finished workload, the
+// metadata and the noise floors), from which JudgeTraceFile reproduces the report's verdicts.
+reports::Report RunSuite(const SuiteOptions& options, TraceFile* traces = nullptr);
 
 // The workloads RunSuite would run, in order, after checking the options: every name known,
 // none named twice, CUDA-only entries only on a CUDA device, and a schedule calibration can use.

@@ -31,6 +31,9 @@ struct RunMetadata {
   std::optional<std::uint64_t> seed;  // workload data seed
   std::optional<int> blas_threads;    // OpenBLAS threads of CPU sessions (0: OpenBLAS's own)
   std::optional<bool> calibrated;     // noise floors calibrated, so noisy counters were judged
+  // The run was stopped by a signal (SIGINT, SIGTERM): only the workloads that finished are in
+  // the report. Absent in JSON means false.
+  bool interrupted = false;
 
   // Every struct compares field by field (NaN != NaN, as for doubles): round-trip tests, diff.
   bool operator==(const RunMetadata&) const = default;
