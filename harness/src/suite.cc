@@ -194,7 +194,7 @@ std::vector<const workloads::Registration*> SelectWorkloads(const SuiteOptions& 
   return selected;
 }
 
-reports::Report RunSuite(const SuiteOptions& options) {
+reports::Report RunSuite(const SuiteOptions& options, TraceFile* traces) {
   const std::vector<const workloads::Registration*> selected = SelectWorkloads(options);
   const auto started = Clock::now();
   reports::Report report;
