@@ -14,6 +14,7 @@
 
 #include "leakbound/harness/device_probes.h"
 #include "leakbound/harness/suite.h"
+#include "leakbound/harness/watch_command.h"
 #include "leakbound/reports/diff.h"
 #include "leakbound/reports/html.h"
 #include "leakbound/reports/json.h"
@@ -338,6 +339,10 @@ int CmdRender(const fs::path& input, bool html, bool markdown, const std::string
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `watch` parses its own arguments: everything after `--` belongs to the watched program.
+  if (argc >= 2 && std::string_view(argv[1]) == "watch") {
+    return lb::harness::WatchMain(argc - 1, argv + 1);
+  }
   CLI::App app{"leakbound: is device memory bounded across repeated steps? Runs workloads in blocks "
                "of steps, judges every counter for flatness and return to baseline, and writes "
                "JSON/Markdown/HTML reports and regression diffs."};
