@@ -9,8 +9,6 @@
 namespace leakbound::runtime {
 namespace {
 
-std::size_t FloatBytes(std::int64_t n) { return static_cast<std::size_t>(n) * sizeof(float); }
-
 struct ParentGrad {
   float* ptr = nullptr;  // null when the parent needs no gradient
   bool accumulate = false;
@@ -122,7 +120,7 @@ void BackwardNode(Tape& tape, std::uint32_t index) {
     }
     case OpKind::kSoftmaxCrossEntropy: {
       const Node& logits = tape.node(node.parents[0]);
-      const auto* labels = static_cast<const std::int32_t*>(tape.node(node.parents[1]).data);
+      const std::int32_t* labels = tape.ReadIds(node.parents[1], "Backward");
       if (ParentGrad g = GradOf(tape, node, 0); g.ptr != nullptr) {
         be.SoftmaxCrossEntropyBackward(logits.shape[0], logits.shape[1], node.workspace.floats(),
                                        labels, dy, g.ptr, g.accumulate);
@@ -154,7 +152,7 @@ void BackwardNode(Tape& tape, std::uint32_t index) {
     }
     case OpKind::kEmbedding: {
       const Node& table = tape.node(node.parents[0]);
-      const auto* ids = static_cast<const std::int32_t*>(tape.node(node.parents[1]).data);
+      const std::int32_t* ids = tape.ReadIds(node.parents[1], "Backward");
       if (ParentGrad g = GradOf(tape, node, 0); g.ptr != nullptr) {
         if (!g.accumulate) be.Fill(g.ptr, 0.0f, table.shape.numel());
         be.EmbeddingBackward(node.shape[0], node.shape[1], dy, ids, g.ptr);

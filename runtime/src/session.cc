@@ -2,21 +2,47 @@
 #include "leakbound/runtime/session.h"
 
 #include <atomic>
+#include <cstdio>
+#include <exception>
 #include <random>
 
 namespace leakbound::runtime {
 namespace {
 std::atomic<std::uint64_t> next_session_id{1};
+
+DeviceParts OpenSessionDevice(const SessionOptions& options) {
+  DeviceParts parts = OpenDevice(options.device, options.cuda_allocator, options.blas_threads);
+  if (options.wrap_backend) {
+    parts.backend = options.wrap_backend(std::move(parts.backend));
+    if (parts.backend == nullptr) {
+      throw RuntimeError(
+          "SessionOptions::wrap_backend returned no backend; return the one it "
+          "was given or a decorator around it");
+    }
+  }
+  return parts;
 }
+
+std::atomic<std::uint64_t> destructor_error_count{0};
+
+void ReportDestructorError(std::uint64_t session_id, const char* what) noexcept {
+  if (destructor_error_count.fetch_add(1, std::memory_order_relaxed) == 0) {
+    std::fprintf(stderr,
+                 "leakbound: ~EagerSession (session %llu): synchronising the device failed: %s. "
+                 "The error was not rethrown (destructors must not throw); later ones are only "
+                 "counted (EagerSession::destructor_errors())\n",
+                 static_cast<unsigned long long>(session_id), what);
+  }
+}
+}  // namespace
 
 EagerSession::EagerSession(SessionOptions options)
     : options_(options),
       id_(next_session_id.fetch_add(1)),
-      parts_(OpenDevice(options.device, options.cuda_allocator, options.blas_threads)),
+      parts_(OpenSessionDevice(options)),
       backend_(parts_.backend.get()),
-      tracking_(options.track_allocations
-                    ? std::make_unique<TrackingAdaptor>(parts_.memory.stats)
-                    : nullptr),
+      tracking_(options.track_allocations ? std::make_unique<TrackingAdaptor>(parts_.memory.stats)
+                                          : nullptr),
       session_stats_(tracking_ ? static_cast<MemoryResource*>(tracking_.get())
                                : static_cast<MemoryResource*>(parts_.memory.stats)),
       failing_(&session_stats_),
@@ -32,13 +58,25 @@ EagerSession::EagerSession(SessionOptions options)
   forward_tape_.set_outer(&step_tape_);
 }
 
+std::uint64_t EagerSession::destructor_errors() {
+  return destructor_error_count.load(std::memory_order_relaxed);
+}
+
 EagerSession::~EagerSession() {
   // Tapes first (they hold tape-owned buffers), then parameters; all before the adaptors.
   manual_tape_.End();
   forward_tape_.End();
   step_tape_.End();
   params_.clear();
-  backend_->Synchronize();
+  // A destructor must not throw (it would terminate the process): a device error surfacing
+  // here (a sticky CUDA error) is counted, and the first one is reported on stderr.
+  try {
+    backend_->Synchronize();
+  } catch (const std::exception& e) {
+    ReportDestructorError(id_, e.what());
+  } catch (...) {
+    ReportDestructorError(id_, "an exception that is not a std::exception");
+  }
 }
 
 Param& EagerSession::CreateParam(std::string name, const Shape& shape, float scale,

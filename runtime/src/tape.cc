@@ -124,8 +124,13 @@ TensorRef Tape::Push(Node&& node) {
     throw ScopeError(std::string("recording op '") + OpName(node.op) +
                      "' on a tape with no open scope; record inside WithStep or WithForward");
   }
+  const auto index = static_cast<std::uint32_t>(nodes_.size());
+  for (std::uint8_t i = 0; i < node.num_parents; ++i) {
+    Node& parent = nodes_[node.parents[i]];
+    parent.last_consumer = index;
+    if (parent.ownership == Ownership::kView) nodes_[parent.view_root].last_consumer = index;
+  }
   nodes_.push_back(std::move(node));
-  const auto index = static_cast<std::uint32_t>(nodes_.size() - 1);
   AtBoundary(Boundary::kForward, index);
   return RefTo(index);
 }
@@ -324,13 +329,14 @@ void Tape::Backward(TensorRef loss) {
       AtBoundary(Boundary::kBackward, index);
       BackwardNode(*this, index);
     }
-    // Every consumer of node i has a larger index and is done, and so is node i itself:
-    // what it owns can go now (the loss value and retained nodes stay for the caller).
+    // The backward of every consumer of node i up to the loss is done, and so is node i's own:
+    // its gradient and workspace can go now. Its value can go too unless the caller keeps it
+    // (the loss, retained nodes) or a node recorded after the loss reads it.
     if (index != loss.index && index != keep && !n.retained) {
       n.grad.Reset();
       n.workspace.Reset();
       n.workspace2.Reset();
-      if (n.ownership == Ownership::kOwned && n.value) {
+      if (n.ownership == Ownership::kOwned && n.value && n.last_consumer <= loss.index) {
         n.value.Reset();
         n.data = nullptr;  // nothing may read through it any more
         n.value_released = true;

@@ -4,8 +4,15 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <tuple>
+#include <utility>
 
+#include "forwarding_backend.h"
 #include "leakbound/runtime/ops.h"
 #include "leakbound/runtime/scratch.h"
 #include "leakbound/runtime/session.h"
@@ -169,6 +176,61 @@ TEST(Scopes, WithForward_ReturnsHostDataAndReleasesTemporaries) {
   EXPECT_EQ(eval.Logits(batch).data, logits.data);  // deterministic
 }
 
+// Issue 9: a body returning t.ReadFloats(...) passed the old deny-list and read freed memory.
+// The scopes accept only host data (values that own their bytes); everything else, pointers and
+// views included, fails the static_assert that the CompileFail ctests exercise.
+TEST(Scopes, WithForward_ResultThatCouldPointIntoTheTape_IsRefusedAtCompileTime) {
+  using NodeFloats = decltype(std::declval<Tape&>().ReadFloats(0, ""));
+  struct PointerHolder {
+    const float* values;
+  };
+  const float* raw = nullptr;
+  auto closure = [raw] { return raw; };
+  EXPECT_TRUE(kEscapesTape<NodeFloats>);
+  EXPECT_TRUE(kEscapesTape<const std::int32_t*>);
+  EXPECT_TRUE(kEscapesTape<std::span<const float>>);
+  EXPECT_TRUE(kEscapesTape<std::string_view>);
+  EXPECT_TRUE(kEscapesTape<std::vector<const float*>>);
+  EXPECT_TRUE((kEscapesTape<std::pair<float, const float*>>));
+  EXPECT_TRUE((kEscapesTape<std::tuple<HostTensor, std::span<float>>>));
+  EXPECT_TRUE(kEscapesTape<PointerHolder>);
+  EXPECT_TRUE(kEscapesTape<decltype(closure)>);
+  EXPECT_TRUE(kEscapesTape<TensorRef>);
+  EXPECT_TRUE(kEscapesTape<const HostTensor&>);
+  EXPECT_FALSE(kEscapesTape<void>);
+  EXPECT_FALSE(kEscapesTape<float>);
+  EXPECT_FALSE(kEscapesTape<HostTensor>);
+  EXPECT_FALSE(kEscapesTape<Shape>);
+  EXPECT_FALSE(kEscapesTape<std::string>);
+  EXPECT_FALSE(kEscapesTape<std::vector<float>>);
+  EXPECT_FALSE((kEscapesTape<std::tuple<float, HostTensor, std::optional<Shape>>>));
+  EXPECT_FALSE((kEscapesTape<std::pair<std::array<double, 2>, std::vector<std::int32_t>>>));
+}
+
+}  // namespace
+
+// A result type of the test's own, declared host data: it owns all its bytes.
+struct ForwardSummary {
+  float loss = 0;
+  std::vector<float> logits;
+};
+template <>
+struct IsHostData<ForwardSummary> : std::true_type {};
+
+namespace {
+
+TEST(Scopes, WithForward_OwnResultTypeDeclaredHostData_IsReturned) {
+  EagerSession session;
+  const std::vector<float> values{1, 2};
+  Param& w = session.CreateParam("w", Shape{2}, values);
+  const ForwardSummary summary = session.WithForward([&](Tape& t) {
+    TensorRef x = t.Use(w);
+    return ForwardSummary{t.Scalar(Sum(t, x)), t.ToHost(x).data};
+  });
+  EXPECT_EQ(summary.loss, 3.0f);
+  EXPECT_EQ(summary.logits, values);
+}
+
 TEST(Scopes, WithForward_RejectsBackward) {
   EagerSession session;
   Param& w = session.CreateParam("w", Shape{2}, 1.0f, 1);
@@ -271,6 +333,51 @@ TEST(Scopes, IdsReleasedByBackward_AreRefusedNotReadAfterFree) {
   });
 }
 
+// Issue 9: the second Backward read the labels through a pointer the first had released.
+// W = 0 gives uniform probabilities (1/3), so dL/dlogits = (1/3 - onehot) / 2 per loss and
+// dW = x1^T g + x2^T g = (1 + 2) g with x1 = I, x2 = 2 I.
+TEST(Scopes, Backward_TwoLossesShareInputIds_BothSucceed) {
+  EagerSession session;
+  Param& w = session.CreateParam("w", Shape{2, 3}, 0.0f, 1);
+  const std::vector<std::int32_t> labels{0, 2};
+  const std::vector<float> x1{1, 0, 0, 1};
+  const std::vector<float> x2{2, 0, 0, 2};
+  Tape& tape = session.ManualTape();
+  TensorRef ids = tape.InputIds(labels);
+  TensorRef in2 = tape.Input(Shape{2, 2}, x2);  // recorded before the first loss, used after it
+  TensorRef l1 =
+      SoftmaxCrossEntropy(tape, MatMul(tape, tape.Input(Shape{2, 2}, x1), tape.Use(w)), ids);
+  TensorRef l2 = SoftmaxCrossEntropy(tape, MatMul(tape, in2, tape.Use(w)), ids);
+  tape.Backward(l1);
+  tape.Backward(l2);
+  EXPECT_FLOAT_EQ(tape.Scalar(l1), std::log(3.0f));
+  EXPECT_FLOAT_EQ(tape.Scalar(l2), std::log(3.0f));
+  const std::vector<float> expected{-1.0f, 0.5f, 0.5f, 0.5f, 0.5f, -1.0f};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(w.grad()[i], expected[i], 1e-6f) << "dW[" << i << "]";
+  }
+  session.ResetManualTape();
+  EXPECT_EQ(session.stats().live_bytes, static_cast<std::int64_t>(2 * w.bytes()));
+}
+
+// The same for an Embedding whose ids feed a later loss: the ids stay until the last consumer.
+TEST(Scopes, Backward_EmbeddingIdsSharedWithALaterLoss_BothSucceed) {
+  EagerSession session;
+  const std::vector<float> table_values{1, 2, 3, 4, 5, 6};  // [3, 2]
+  Param& table = session.CreateParam("table", Shape{3, 2}, table_values);
+  const std::vector<std::int32_t> ids{2, 0};
+  Tape& tape = session.ManualTape();
+  TensorRef i = tape.InputIds(ids);
+  TensorRef l1 = Sum(tape, Embedding(tape, tape.Use(table), i));
+  TensorRef l2 = Sum(tape, Embedding(tape, tape.Use(table), i));
+  tape.Backward(l1);
+  tape.Backward(l2);
+  EXPECT_EQ(tape.Scalar(l2), 5.0f + 6.0f + 1.0f + 2.0f);
+  const std::vector<float> expected{2, 2, 0, 0, 2, 2};  // rows 0 and 2, once per loss
+  EXPECT_EQ(std::vector<float>(table.grad(), table.grad() + 6), expected);
+  session.ResetManualTape();
+}
+
 TEST(Scopes, ManualTape_LaterLossOnACoveredNode_IsRefused) {
   EagerSession session;
   Param& w = session.CreateParam("w", Shape{2}, 1.0f, 1);
@@ -327,6 +434,29 @@ TEST(Scopes, CudaSessionOnThisMachine_IsRejectedWithTheCause) {
                 what.find("no CUDA device") != std::string::npos)
         << what;
   }
+}
+
+// Issue 9: ~EagerSession synchronised and let a sticky device error escape the destructor,
+// which terminates the process. Destructors must not throw: the error is counted and reported.
+class StickyErrorBackend final : public testing::ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void Synchronize() override { throw RuntimeError("cudaStreamSynchronize: sticky error (test)"); }
+};
+
+TEST(Scopes, Destructor_SynchronizeThrows_IsCountedNotRethrown) {
+  SessionOptions options;
+  options.wrap_backend = [](std::unique_ptr<Backend> inner) -> std::unique_ptr<Backend> {
+    return std::make_unique<StickyErrorBackend>(std::move(inner));
+  };
+  const std::uint64_t before = EagerSession::destructor_errors();
+  {
+    EagerSession session(options);
+    Param& w = session.CreateParam("w", Shape{2}, 1.0f, 1);
+    session.WithStep([&](Tape& tape) { tape.Backward(Sum(tape, tape.Use(w))); });
+    EXPECT_THROW(session.backend().Synchronize(), RuntimeError);
+  }
+  EXPECT_EQ(EagerSession::destructor_errors(), before + 1);
 }
 
 TEST(Scopes, ManualTape_HoldsEverythingUntilReset) {

@@ -26,28 +26,40 @@
 
 namespace leakbound::runtime {
 
-// Whether T holds a tape handle (TensorRef, Tape&, Node*) that would dangle outside its scope.
-template <class T> struct ContainsTapeHandle : std::false_type {};
-template <> struct ContainsTapeHandle<TensorRef> : std::true_type {};
-template <> struct ContainsTapeHandle<Tape*> : std::true_type {};
-template <> struct ContainsTapeHandle<Node*> : std::true_type {};
-template <> struct ContainsTapeHandle<const Node*> : std::true_type {};
-template <class T, class A>
-struct ContainsTapeHandle<std::vector<T, A>> : ContainsTapeHandle<std::remove_cv_t<T>> {};
+// Host data: values that own every byte they hold, so they stay valid after a scope released
+// its tape. A scope body may return only these (or void). This is an allow-list, not a list of
+// dangerous types: a raw pointer (Tape::ReadFloats), a span, a string_view, a closure or a struct
+// that might hold one is refused, so nothing a body returns can point into freed tape memory.
+// A result type of your own: specialise IsHostData for it, which is the promise that it owns
+// all its bytes (no pointer, reference or view members).
+template <class T>
+struct IsHostData : std::bool_constant<std::is_arithmetic_v<T> || std::is_enum_v<T>> {};
+template <>
+struct IsHostData<void> : std::true_type {};
+template <>
+struct IsHostData<std::string> : std::true_type {};
+template <>
+struct IsHostData<Shape> : std::true_type {};
+template <>
+struct IsHostData<HostTensor> : std::true_type {};
+template <>
+struct IsHostData<MemoryStats> : std::true_type {};
+template <class T>
+struct IsHostData<std::vector<T>> : IsHostData<T> {};
 template <class T, std::size_t N>
-struct ContainsTapeHandle<std::array<T, N>> : ContainsTapeHandle<std::remove_cv_t<T>> {};
-template <class T> struct ContainsTapeHandle<std::optional<T>> : ContainsTapeHandle<T> {};
+struct IsHostData<std::array<T, N>> : IsHostData<T> {};
+template <class T>
+struct IsHostData<std::optional<T>> : IsHostData<T> {};
 template <class A, class B>
-struct ContainsTapeHandle<std::pair<A, B>>
-    : std::bool_constant<ContainsTapeHandle<std::decay_t<A>>::value ||
-                         ContainsTapeHandle<std::decay_t<B>>::value> {};
+struct IsHostData<std::pair<A, B>>
+    : std::bool_constant<IsHostData<A>::value && IsHostData<B>::value> {};
 template <class... Ts>
-struct ContainsTapeHandle<std::tuple<Ts...>>
-    : std::bool_constant<(ContainsTapeHandle<std::decay_t<Ts>>::value || ...)> {};
+struct IsHostData<std::tuple<Ts...>> : std::bool_constant<(IsHostData<Ts>::value && ...)> {};
 
+// What WithStep / WithForward refuse to return: anything but host data, references included.
 template <class Result>
-inline constexpr bool kEscapesTape =
-    std::is_reference_v<Result> || ContainsTapeHandle<std::decay_t<Result>>::value;
+inline constexpr bool kEscapesTape = std::is_reference_v<Result> || std::is_volatile_v<Result> ||
+                                     !IsHostData<std::remove_const_t<Result>>::value;
 
 // Planted faults for the leak zoo: off by default, each one a realistic runtime bug.
 struct PlantedFaults {
@@ -61,6 +73,9 @@ struct SessionOptions {
   bool track_allocations = true;  // tracking adaptor in the stack (attribution)
   int blas_threads = 0;           // CPU: OpenBLAS threads (0: leave as configured)
   PlantedFaults faults;
+  // (optional) Decorates the device's backend, e.g. to trace its calls or, in a test, to make
+  // Synchronize fail like a sticky CUDA error. Defaults to the device's backend as it is.
+  std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)> wrap_backend;
 };
 
 class EagerSession {
@@ -82,26 +97,29 @@ class EagerSession {
   std::vector<float> ReadParam(const Param& param);
 
   // One training step: a fresh tape generation; the body records forward, calls Backward and an
-  // optimizer. The body may return host data (a loss, a vector), never a tape handle.
+  // optimizer. The body may return host data (IsHostData: a loss, a vector), nothing else.
   template <class Body>
   auto WithStep(Body&& body) -> std::invoke_result_t<Body, Tape&> {
     using Result = std::invoke_result_t<Body, Tape&>;
     static_assert(!kEscapesTape<Result>,
-                  "WithStep body returns a tape handle or reference that would dangle when the "
-                  "step ends; return host data (tape.Scalar(ref), tape.ToHost(ref)) instead");
+                  "WithStep body returns something that is not host data (a tape handle, pointer, "
+                  "view or reference) and would dangle when the step ends; return host data "
+                  "(tape.Scalar(ref), tape.ToHost(ref)) or specialise IsHostData for your type");
     ScopeGuard guard(*this, ScopeKind::kStep);
     return std::invoke(std::forward<Body>(body), guard.tape());
   }
 
   // One inference pass: no gradients, no saved workspace. The body's result must be host data
-  // (it is produced before the temporaries are released). Allowed inside a WithStep body (an
-  // evaluation during training) with its own tape; handles do not cross between the two tapes.
+  // (IsHostData; it is produced before the temporaries are released, and owns its bytes). Allowed
+  // inside a WithStep body (an evaluation during training) with its own tape; handles do not cross
+  // between the two tapes.
   template <class Body>
   auto WithForward(Body&& body) -> std::invoke_result_t<Body, Tape&> {
     using Result = std::invoke_result_t<Body, Tape&>;
     static_assert(!kEscapesTape<Result>,
-                  "WithForward body returns a tape handle or reference that would dangle when the "
-                  "pass ends; return tape.ToHost(ref), tape.Scalar(ref) or other host data");
+                  "WithForward body returns something that is not host data (a tape handle, "
+                  "pointer, view or reference) and would dangle when the pass ends; return "
+                  "tape.ToHost(ref), tape.Scalar(ref) or specialise IsHostData for your type");
     ScopeGuard guard(*this, ScopeKind::kForward);
     return std::invoke(std::forward<Body>(body), guard.tape());
   }
@@ -122,6 +140,10 @@ class EagerSession {
   bool in_scope() const { return step_tape_.active() || forward_tape_.active(); }
   // Fault-sweep hook, called at every op boundary of every tape (empty: none).
   void SetBoundaryHook(BoundaryHook hook) { boundary_hook_ = std::move(hook); }
+  // Errors that ~EagerSession caught and did not rethrow (a destructor must not throw), e.g. a
+  // sticky CUDA error surfacing in its final synchronise. Process-wide; the first is also
+  // reported on stderr.
+  static std::uint64_t destructor_errors();
 
  private:
   class ScopeGuard {

@@ -41,6 +41,9 @@ struct Node {
   std::uint8_t num_parents = 0;
   std::array<std::uint32_t, 3> parents{};
   std::uint32_t view_root = 0;  // for views: the node that owns (or borrows) the bytes
+  // The newest node that reads this one's value (directly, or through a view of it); 0: none.
+  // Backward keeps the value while a consumer past its loss may still need it.
+  std::uint32_t last_consumer = 0;
   Shape shape;
   void* data = nullptr;
   Param* param = nullptr;
@@ -88,7 +91,9 @@ class Tape {
 
   // Reverse-mode pass from a scalar loss. Parameter gradients are written (first write of the
   // generation overwrites, later ones accumulate). Intermediate values, gradients and workspace
-  // are released as soon as no remaining backward work needs them; the loss value is kept.
+  // are released as soon as no remaining backward work needs them; the loss value is kept, and
+  // so are values that a node recorded after the loss reads (a second loss on the manual tape
+  // sharing inputs or labels with the first).
   void Backward(TensorRef loss);
 
   // --- scope management (EagerSession) ---
