@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "leakbound/runtime/backend.h"
+#include "leakbound/runtime/errors.h"
 
 namespace leakbound::runtime {
 namespace {
@@ -32,6 +34,18 @@ inline void Store(float* out, float value, bool accumulate) {
   } else {
     *out = value;
   }
+}
+
+// OpenBLAS takes `blasint` (32-bit in the usual build): a larger value would be truncated into
+// another, valid-looking matmul. Refused like the CUDA backend refuses what cuBLAS cannot take.
+blasint BlasDim(std::int64_t value, const char* name) {
+  if (value < 0 || value > std::numeric_limits<blasint>::max()) {
+    throw ShapeError(std::string("Gemm: ") + name + " = " + std::to_string(value) +
+                     " does not fit OpenBLAS's integer (limit " +
+                     std::to_string(std::numeric_limits<blasint>::max()) +
+                     "); split the matmul into smaller ones");
+  }
+  return static_cast<blasint>(value);
 }
 
 // y = act(x + bias) over a rows x cols block, one tight loop per (activation, bias) pair so that
@@ -86,16 +100,19 @@ class CpuBackend final : public Backend {
             float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
             float beta, float* c, std::int64_t ldc) override {
     if (m == 0 || n == 0) return;
-    if (k == 0) {  // BLAS leaves C alone when k == 0 only if beta == 1
+    if (k == 0) {  // C = beta * C; beta == 0 writes zeros and never reads C (BLAS semantics)
       for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+        for (std::int64_t j = 0; j < n; ++j)
+          c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
       return;
     }
+    // Checked in a fixed order (m, n, k, then the leading dims): the error names the first.
+    const blasint bm = BlasDim(m, "m"), bn = BlasDim(n, "n"), bk = BlasDim(k, "k");
+    const blasint blda = BlasDim(lda, "lda"), bldb = BlasDim(ldb, "ldb");
+    const blasint bldc = BlasDim(ldc, "ldc");
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-                static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-                static_cast<blasint>(ldc));
+                trans_b ? CblasTrans : CblasNoTrans, bm, bn, bk, alpha, a, blda, b, bldb, beta, c,
+                bldc);
   }
   void Axpy(std::int64_t n, float alpha, const float* x, float* y) override {
     for (std::int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];

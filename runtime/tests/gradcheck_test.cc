@@ -1,10 +1,15 @@
 // Every op's backward checked against central finite differences of its forward, on random
 // inputs. The loss is a random projection of the op's output so no gradient is uniform.
+// Also the CPU Gemm's edge cases (k == 0, dimensions past BLAS's integer).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "leakbound/runtime/ops.h"
 #include "leakbound/runtime/session.h"
@@ -163,6 +168,57 @@ TEST(GradCheck, AttentionBlock) {
     TensorRef scores = Scale(t, MatMul(t, q, Transpose(t, k)), 1.0f / std::sqrt(3.0f));
     return MatMul(t, Softmax(t, scores), v);
   });
+}
+
+// Issue 9: Gemm with k == 0 multiplied the output by beta = 0, so uninitialised (here NaN)
+// memory stayed NaN. BLAS semantics: beta == 0 means C is written, never read.
+TEST(CpuBackend, Gemm_InnerDimensionZeroAndBetaZero_WritesZerosOverGarbage) {
+  const std::unique_ptr<Backend> cpu = MakeCpuBackend();
+  std::vector<float> c(2 * 4, std::nanf(""));  // m = 2, n = 3, ldc = 4
+  cpu->Gemm(false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, c.data(), 4);
+  for (std::size_t i : {0u, 1u, 2u, 4u, 5u, 6u}) EXPECT_EQ(c[i], 0.0f) << "c[" << i << "]";
+  EXPECT_TRUE(std::isnan(c[3]));  // padding past n is not touched
+  EXPECT_TRUE(std::isnan(c[7]));
+  std::vector<float> scaled{2, 4, 6, 8};
+  cpu->Gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, scaled.data(), 2);
+  EXPECT_EQ(scaled, (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST(Ops, MatMulAndLinear_InnerDimensionZero_GiveZerosAndTheBias) {
+  EagerSession session;
+  const std::vector<float> bias{1.5f, -2.0f, 3.0f};
+  Param& w = session.CreateParam("w", Shape{0, 3}, std::vector<float>{});
+  Param& b = session.CreateParam("b", Shape{3}, bias);
+  {  // leave NaN in the freed block the outputs are likely to reuse
+    Buffer dirty(session.resource(), 6 * sizeof(float), AllocationTag{});
+    std::fill_n(dirty.floats(), 6, std::nanf(""));
+  }
+  const HostTensor product = session.WithForward([&](Tape& t) {
+    return t.ToHost(MatMul(t, t.Input(Shape{2, 0}, {}), t.Use(w)));
+  });
+  EXPECT_EQ(product.shape, (Shape{2, 3}));
+  EXPECT_EQ(product.data, std::vector<float>(6, 0.0f));
+  const HostTensor linear = session.WithForward([&](Tape& t) {
+    return t.ToHost(Linear(t, t.Input(Shape{2, 0}, {}), t.Use(w), t.Use(b)));
+  });
+  EXPECT_EQ(linear.data, (std::vector<float>{1.5f, -2.0f, 3.0f, 1.5f, -2.0f, 3.0f}));
+}
+
+// Issue 9: the CPU Gemm cast dimensions to blasint unchecked: k = 2^32 + 1 became k = 1 and
+// produced a silently wrong product. Refused like the CUDA backend, naming the dimension.
+TEST(CpuBackend, Gemm_DimensionPastBlasInt_IsAShapeErrorNamingItAndTheLimit) {
+  const std::unique_ptr<Backend> cpu = MakeCpuBackend();
+  const std::int64_t huge = (std::int64_t{1} << 32) + 1;
+  std::vector<float> a{2.0f}, b{3.0f}, c{-1.0f};
+  try {
+    cpu->Gemm(false, false, 1, 1, huge, 1.0f, a.data(), huge, b.data(), 1, 0.0f, c.data(), 1);
+    ADD_FAILURE() << "no error; c = " << c[0];
+  } catch (const ShapeError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("k = 4294967297"), std::string::npos) << what;
+    EXPECT_NE(what.find("2147483647"), std::string::npos) << what;
+  }
+  EXPECT_EQ(c[0], -1.0f);  // nothing was computed
 }
 
 }  // namespace

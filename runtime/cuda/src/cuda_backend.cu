@@ -117,11 +117,13 @@ __global__ void AddKernel(Index n, const float* a, const float* b, float* y) {
 __global__ void MulKernel(Index n, const float* a, const float* b, float* y, bool accumulate) {
   for (Index i = FirstIndex(); i < n; i += GridStride()) Store(&y[i], a[i] * b[i], accumulate);
 }
-// c[r, col] *= beta: Gemm with k == 0 (what the CPU reference does; BLAS would not touch C).
+// c[r, col] = beta * c[r, col]: Gemm with k == 0, as the CPU reference does. beta == 0 writes
+// zeros without reading C (it may be uninitialised: NaN * 0 is NaN).
 __global__ void ScaleMatrixKernel(Index rows, Index cols, float beta, float* c, Index ldc) {
   for (Index i = FirstIndex(); i < rows * cols; i += GridStride()) {
     const Index r = i / cols;
-    c[r * ldc + (i - r * cols)] *= beta;
+    float& out = c[r * ldc + (i - r * cols)];
+    out = beta == 0.0f ? 0.0f : out * beta;
   }
 }
 __global__ void BiasActivationKernel(Index rows, Index cols, const float* x, const float* bias,
@@ -370,8 +372,9 @@ void CheckCublas(cublasStatus_t status, const char* call) {
 
 int GemmDim(Index value, const char* name) {
   if (value < 0 || value > INT_MAX) {
-    throw RuntimeError(std::string("Gemm: ") + name + " = " + std::to_string(value) +
-                       " does not fit cuBLAS's 32-bit int; split the matmul");
+    throw ShapeError(std::string("Gemm: ") + name + " = " + std::to_string(value) +
+                     " does not fit cuBLAS's 32-bit int (limit " + std::to_string(INT_MAX) +
+                     "); split the matmul into smaller ones");
   }
   return static_cast<int>(value);
 }

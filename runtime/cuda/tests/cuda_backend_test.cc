@@ -97,12 +97,36 @@ TEST_F(CudaTest, Gemm_KZero_ScalesCByBetaLikeTheCpu) {
   EXPECT_TRUE(Close(t.Download(c), Twin::Host(c), kExact));
 }
 
-TEST_F(CudaTest, Gemm_DimensionPastInt32_IsATypedError) {
+// Issue 9: with beta == 0, C may be uninitialised; NaN * 0 left NaN where zeros belong.
+TEST_F(CudaTest, Gemm_KZeroAndBetaZero_WritesZerosOverNanLikeTheCpu) {
+  Twin t(gpu(), device_memory());
+  auto c = t.Floats(std::vector<float>(5 * 9, std::nanf("")));  // m=5, n=7, ldc=9
+  cpu().Gemm(false, false, 5, 7, 0, 1.0f, nullptr, 1, nullptr, 7, 0.0f, c.cpu, 9);
+  gpu().Gemm(false, false, 5, 7, 0, 1.0f, nullptr, 1, nullptr, 7, 0.0f, c.gpu, 9);
+  const std::vector<float> out = t.Download(c);
+  for (std::int64_t r = 0; r < 5; ++r) {
+    for (std::int64_t col = 0; col < 9; ++col) {
+      const float v = out[static_cast<std::size_t>(r * 9 + col)];
+      if (col < 7) {
+        EXPECT_EQ(v, 0.0f) << "c[" << r << ", " << col << "]";
+      } else {
+        EXPECT_TRUE(std::isnan(v)) << "padding c[" << r << ", " << col << "] was written";
+      }
+    }
+  }
+  EXPECT_EQ(Twin::Host(c)[0], 0.0f);  // the CPU reference writes the same zeros
+}
+
+TEST_F(CudaTest, Gemm_DimensionPastInt32_IsAShapeErrorNamingItAndTheLimit) {
   Twin t(gpu(), device_memory());
   auto c = t.Floats(Zeros(1));
   const std::int64_t huge = std::int64_t{1} << 33;
-  EXPECT_THROW(gpu().Gemm(false, false, 1, 1, huge, 1.0f, c.gpu, huge, c.gpu, 1, 0.0f, c.gpu, 1),
-               RuntimeError);
+  try {
+    gpu().Gemm(false, false, 1, 1, huge, 1.0f, c.gpu, huge, c.gpu, 1, 0.0f, c.gpu, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("2147483647"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(CudaTest, AxpyScaleAddMul_MatchCpu) {
