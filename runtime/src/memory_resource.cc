@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <new>
 #include <sstream>
+#include <string>
+
+#include "leakbound/runtime/errors.h"
 
 namespace leakbound::runtime {
 
@@ -45,6 +48,15 @@ std::string OomMessage(std::size_t requested, const MemoryStats& s, const std::s
 OutOfMemoryError::OutOfMemoryError(std::size_t requested, const MemoryStats& stats,
                                    const std::string& why)
     : std::runtime_error(OomMessage(requested, stats, why)), requested_(requested), stats_(stats) {}
+
+MemoryResource* RequireUpstream(MemoryResource* upstream, const char* adaptor) {
+  if (upstream == nullptr) {
+    throw NullUpstreamError(std::string(adaptor) +
+                            ": the upstream resource is null; pass the resource this adaptor "
+                            "wraps (e.g. CpuMemory().stats or another adaptor)");
+  }
+  return upstream;
+}
 
 void* HostResource::DoAllocate(std::size_t bytes, const AllocationTag&) {
   // aligned_alloc needs a size that is a multiple of the alignment; a zero-byte request still

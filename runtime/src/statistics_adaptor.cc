@@ -8,7 +8,8 @@ namespace leakbound::runtime {
 
 void StatisticsAdaptor::RaisePeak(std::int64_t live) {
   std::int64_t peak = peak_bytes_.load(std::memory_order_relaxed);
-  while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_release,
+                                                           std::memory_order_relaxed)) {
   }
 }
 
@@ -56,7 +57,16 @@ MemoryStats StatisticsAdaptor::Snapshot() const {
   return s;
 }
 
-void StatisticsAdaptor::ResetPeak() { peak_bytes_.store(live_bytes_.load()); }
+// A plain store of the live bytes could land after a concurrent allocation's RaisePeak and
+// overwrite it with a live count read before that allocation (a lost peak). The CAS succeeds
+// only if no raise happened since `peak` was read; a failed one reloads the live bytes, which
+// (acquire on the peak, release in RaisePeak) include that raise's allocation.
+void StatisticsAdaptor::ResetPeak() {
+  std::int64_t peak = peak_bytes_.load(std::memory_order_acquire);
+  while (!peak_bytes_.compare_exchange_weak(peak, live_bytes_.load(std::memory_order_relaxed),
+                                            std::memory_order_acq_rel, std::memory_order_acquire)) {
+  }
+}
 
 void StatisticsAdaptor::PushScope() {
   std::lock_guard lock(scopes_mutex_);

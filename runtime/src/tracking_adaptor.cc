@@ -1,4 +1,5 @@
-// Tracking adaptor: a map of outstanding allocations under one mutex.
+// Tracking adaptor: a map of outstanding allocations under one mutex; frees it cannot match
+// (unknown pointers, other sizes) are counted, not ignored.
 #include "leakbound/runtime/tracking_adaptor.h"
 
 #include <algorithm>
@@ -28,9 +29,13 @@ void* TrackingAdaptor::DoAllocate(std::size_t bytes, const AllocationTag& tag) {
   return p;
 }
 
-void TrackingAdaptor::Forget(const void* ptr) noexcept {
+void TrackingAdaptor::Forget(const void* ptr, std::size_t bytes) noexcept {
   Map::node_type node = outstanding_.extract(ptr);
-  if (node.empty()) return;
+  if (node.empty()) {
+    unknown_frees_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (node.mapped().bytes != bytes) size_mismatches_.fetch_add(1, std::memory_order_relaxed);
   // A spare record must not hold the freed address (LeakSanitizer would count a later block
   // there as reachable through it).
   node.key() = nullptr;
@@ -44,7 +49,7 @@ void TrackingAdaptor::Forget(const void* ptr) noexcept {
 void TrackingAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
   {
     std::lock_guard lock(mutex_);
-    Forget(ptr);
+    Forget(ptr, bytes);
   }
   upstream_->Deallocate(ptr, bytes);
 }
@@ -52,7 +57,7 @@ void TrackingAdaptor::DoDeallocate(void* ptr, std::size_t bytes) noexcept {
 void TrackingAdaptor::DoDeallocateMany(std::span<const Block> blocks) noexcept {
   {
     std::lock_guard lock(mutex_);
-    for (const Block& b : blocks) Forget(b.ptr);
+    for (const Block& b : blocks) Forget(b.ptr, b.bytes);
   }
   upstream_->DeallocateMany(blocks);
 }

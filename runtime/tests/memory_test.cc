@@ -2,11 +2,21 @@
 // fault injection, host alignment.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include "leakbound/runtime/buffer.h"
+#include "leakbound/runtime/errors.h"
 #include "leakbound/runtime/failing_adaptor.h"
 #include "leakbound/runtime/statistics_adaptor.h"
 #include "leakbound/runtime/tracking_adaptor.h"
@@ -94,6 +104,58 @@ TEST(StatisticsAdaptor, CountersStayExactUnderEightThreads) {
   EXPECT_EQ(s.total_bytes_allocated, total);
 }
 
+// Issue 9: ResetPeak stored a live count loaded before a concurrent allocation's RaisePeak,
+// losing that peak. With one allocating thread, once its Allocate has returned the peak must be
+// at least the live bytes, whatever a concurrent ResetPeak does. Both threads share one core so
+// that the scheduler preempts each at random instructions, inside ResetPeak's window included.
+TEST(StatisticsAdaptor, ResetPeakRacingAllocations_NeverLosesThePeak) {
+  HostResource host;
+  StatisticsAdaptor stats(&host);
+  std::atomic<bool> done{false};
+  std::atomic<std::int64_t> lost{0};
+  std::thread resetter([&] {
+    while (!done.load(std::memory_order_relaxed)) stats.ResetPeak();
+  });
+  std::thread allocator([&] {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
+    while (std::chrono::steady_clock::now() < end && lost.load() == 0) {
+      std::vector<Buffer> held;  // live bytes only grow within a round: a stale reset shows
+      held.reserve(4096);
+      for (int i = 0; i < 4096; ++i) {
+        held.emplace_back(&stats, 64, AllocationTag{});
+        const MemoryStats s = stats.Snapshot();
+        if (s.peak_bytes < s.live_bytes) lost.fetch_add(1);
+      }
+    }
+    done.store(true);
+  });
+#if defined(__linux__)
+  cpu_set_t one_core;
+  CPU_ZERO(&one_core);
+  CPU_SET(std::max(sched_getcpu(), 0), &one_core);
+  for (std::thread* th : {&resetter, &allocator}) {
+    pthread_setaffinity_np(th->native_handle(), sizeof(one_core), &one_core);
+  }
+#endif
+  allocator.join();
+  resetter.join();
+  EXPECT_EQ(lost.load(), 0) << "ResetPeak overwrote a concurrent allocation's peak";
+  stats.ResetPeak();
+  EXPECT_EQ(stats.Snapshot().peak_bytes, 0);
+}
+
+// Issue 9: an adaptor over a null upstream crashed on the first allocation.
+TEST(Adaptors, NullUpstream_IsATypedErrorAtConstruction) {
+  try {
+    TrackingAdaptor tracking(nullptr);
+    ADD_FAILURE() << "TrackingAdaptor accepted a null upstream";
+  } catch (const NullUpstreamError& e) {
+    EXPECT_NE(std::string(e.what()).find("TrackingAdaptor"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(StatisticsAdaptor{nullptr}, NullUpstreamError);
+  EXPECT_THROW(FailingAdaptor{nullptr}, NullUpstreamError);
+}
+
 TEST(TrackingAdaptor, GroupsOutstandingAllocationsByTag) {
   HostResource host;
   TrackingAdaptor tracking(&host);
@@ -114,6 +176,29 @@ TEST(TrackingAdaptor, GroupsOutstandingAllocationsByTag) {
   ASSERT_EQ(list.size(), 3u);
   EXPECT_EQ(list[0].bytes, 64u);  // allocation order
   EXPECT_EQ(list[2].bytes, 16u);
+}
+
+// Issue 9: frees of pointers the adaptor never handed out, and frees with another size than
+// the allocation's, were ignored silently. They are counted (and still passed upstream).
+TEST(TrackingAdaptor, UnknownFreesAndSizeMismatches_AreCounted) {
+  HostResource host;
+  TrackingAdaptor tracking(&host);
+  void* tracked =
+      tracking.Allocate(64, AllocationTag{1, 1, "matmul", Role::kValue, ScopeKind::kStep});
+  void* other = tracking.Allocate(32);
+  void* foreign = host.Allocate(16);  // made around the adaptor
+  tracking.Deallocate(foreign, 16);
+  EXPECT_EQ(tracking.unknown_frees(), 1u);
+  EXPECT_EQ(tracking.size_mismatches(), 0u);
+  tracking.Deallocate(tracked, 48);  // allocated as 64 bytes
+  EXPECT_EQ(tracking.size_mismatches(), 1u);
+  EXPECT_EQ(tracking.outstanding_count(), 1u);  // the record is forgotten either way
+  void* batch_foreign = host.Allocate(8);
+  const std::vector<Block> batch{{other, 32}, {batch_foreign, 8}};
+  tracking.DeallocateMany(batch);
+  EXPECT_EQ(tracking.unknown_frees(), 2u);
+  EXPECT_EQ(tracking.size_mismatches(), 1u);
+  EXPECT_EQ(tracking.outstanding_count(), 0u);
 }
 
 TEST(FailingAdaptor, FailsTheKthAllocationOnceWithTypedError) {

@@ -53,4 +53,10 @@ class NonFiniteError : public RuntimeError {
   using RuntimeError::RuntimeError;
 };
 
+// A memory resource adaptor constructed over a null upstream.
+class NullUpstreamError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+
 }  // namespace leakbound::runtime

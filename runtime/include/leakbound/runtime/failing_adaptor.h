@@ -12,7 +12,9 @@ namespace leakbound::runtime {
 
 class FailingAdaptor final : public MemoryResource {
  public:
-  explicit FailingAdaptor(MemoryResource* upstream) : upstream_(upstream) {}
+  // Throws NullUpstreamError when `upstream` is null.
+  explicit FailingAdaptor(MemoryResource* upstream)
+      : upstream_(RequireUpstream(upstream, "FailingAdaptor")) {}
 
   // The k-th allocation from now (1-based) fails, once. k == 0 disarms.
   void FailNthAllocation(std::uint64_t k);

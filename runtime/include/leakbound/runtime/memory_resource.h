@@ -108,6 +108,10 @@ class OutOfMemoryError : public std::runtime_error {
   MemoryStats stats_;
 };
 
+// For adaptors' constructors: returns `upstream`, or throws NullUpstreamError naming `adaptor`
+// when it is null (an adaptor over nothing would crash on its first allocation).
+MemoryResource* RequireUpstream(MemoryResource* upstream, const char* adaptor);
+
 // The CPU stub's "device" memory: 64-byte aligned host memory.
 class HostResource final : public MemoryResource {
  public:

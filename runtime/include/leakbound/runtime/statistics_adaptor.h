@@ -13,7 +13,9 @@ namespace leakbound::runtime {
 
 class StatisticsAdaptor final : public MemoryResource {
  public:
-  explicit StatisticsAdaptor(MemoryResource* upstream) : upstream_(upstream) {}
+  // Throws NullUpstreamError when `upstream` is null.
+  explicit StatisticsAdaptor(MemoryResource* upstream)
+      : upstream_(RequireUpstream(upstream, "StatisticsAdaptor")) {}
 
   MemoryStats Snapshot() const;
   // Sets the peak to the current live bytes (the start of a new peak window).
