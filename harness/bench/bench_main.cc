@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("leakbound.omp_wait_policy",
                               wait_policy != nullptr ? wait_policy : "unset (libgomp default)");
   bench::RegisterRuntimeBenchmarks();
+  bench::RegisterHeapBenchmarks();
 #if defined(LEAKBOUND_HAVE_TORCH)
   benchmark::AddCustomContext("leakbound.peer", std::string("libtorch ") + bench::TorchVersion());
   bench::RegisterTorchBenchmarks();

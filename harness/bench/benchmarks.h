@@ -5,11 +5,13 @@
 //   scope_exit/{withstep,withforward,withstep_untracked}/<nodes>    bare_free/<frees>
 //   probe/{runtime,tracking,host,all}
 //   alloc/{host,statistics,tracking,failing,session}/<bytes>
+//   heap/malloc_free/<bytes>    heap/step/<shape>    (the host-heap interposer, heap_bench.cc)
 #pragma once
 
 namespace leakbound::bench {
 
 void RegisterRuntimeBenchmarks();
+void RegisterHeapBenchmarks();
 #if defined(LEAKBOUND_HAVE_TORCH)
 void RegisterTorchBenchmarks();
 const char* TorchVersion();

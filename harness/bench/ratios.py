@@ -224,6 +224,28 @@ def build(run, memory):
                   f"{fmt(run.counter(name, 'host_ns_per_pair'))} ns per pair = {over:.2f}x host",
                   "measured")
 
+    t.section("host-heap interposer (watch/heap), paired")
+    for size in (16, 256, 4096):
+        name = f"heap/malloc_free/{size}"
+        over = run.counter(name, "over_glibc")
+        if over is None:
+            t.row(f"malloc+free {size} B, interposer / glibc", "n/a (not run)", "<= 1.3x")
+            continue
+        t.row(f"malloc+free {size} B, interposer / glibc",
+              f"{fmt(run.counter(name, 'ns_per_pair'))} ns / "
+              f"{fmt(run.counter(name, 'glibc_ns_per_pair'))} ns = {over:.2f}x", "<= 1.3x",
+              over <= 1.3)
+    for shape in ("small", "medium"):
+        name = f"heap/step/{shape}"
+        r = run.counter(name, "counting_over_off")
+        if r is None:
+            t.row(f"step {shape}, counting / off", "n/a (not run)", "< 1.01")
+            continue
+        t.row(f"step {shape}, counting / off",
+              f"{fmt_ns(run.counter(name, 'counting_ns'))} / "
+              f"{fmt_ns(run.counter(name, 'off_ns'))} = {r:.4f} "
+              f"(stderr {fmt(run.counter(name, 'counting_over_off_stderr'))})", "< 1.01", r < 1.01)
+
     t.section("peak bytes / analytic minimum (params + grads + momentum + live values)")
     for shape in SHAPES:
         name = f"step/withstep/{shape}"
