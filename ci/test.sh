@@ -7,7 +7,10 @@
 #      sampler, the threaded workload).
 #   4. libFuzzer (clang): report parsing, rendering and diffing for a bounded time
 #      (LEAKBOUND_FUZZ_SECONDS, default 45), after replaying the saved regressions.
-# Prints each build's test count and ctest's summary; exits non-zero when any test fails.
+#   5. consumer (ci/consumer.sh): the default build installed into a temporary prefix and
+#      examples/consumer built against it (find_package, pkg-config), then through FetchContent.
+# Prints each build's test count, ctest's summary and the skipped tests with their reasons; exits
+# non-zero when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -15,6 +18,21 @@ jobs=${LEAKBOUND_JOBS:-$(nproc)}
 bash ci/install_deps.sh
 
 summary=()
+# skipped_tests BUILD_DIR CTEST_LOG: "; N skipped (count: reason; ...)", or nothing. ctest lists a
+# skipped test as "(Skipped)"; the reason is the line after GoogleTest's "file:line: Skipped" in
+# the test's output, which ctest keeps in Testing/Temporary/LastTest.log.
+skipped_tests() {
+  local count reasons
+  count=$(grep -c '(Skipped)$' "$2" || true)
+  ((count > 0)) || return 0
+  reasons=$(awk '/: Skipped$/ { if ((getline r) <= 0 || r ~ /^\[  SKIPPED/) r = "no reason given";
+                                 print substr(r, 1, 90) }' \
+              "$1/Testing/Temporary/LastTest.log" 2>/dev/null |
+            sort | uniq -c | sort -rn |
+            awk '{ n = $1; $1 = ""; printf "%s%d: %s", (NR > 1 ? "; " : ""), n, substr($0, 2) }')
+  echo "; $count skipped (${reasons:-no reason printed})"
+}
+
 run_build() {  # run_build NAME PRESET "TARGETS (empty: all)" CTEST_ARGS...
   local name=$1 preset=$2 targets=$3
   shift 3
@@ -37,13 +55,26 @@ run_build() {  # run_build NAME PRESET "TARGETS (empty: all)" CTEST_ARGS...
   set -e
   local line
   line=$(grep -E "tests passed|tests failed" "$log" | tail -1)
-  summary+=("[$name] $line ($((SECONDS - start)) s)")
+  summary+=("[$name] $line$(skipped_tests "$root/build/$preset" "$log") ($((SECONDS - start)) s)")
   return "$rc"
 }
 
 mkdir -p build
 status=0
 run_build "default" default "" || status=1
+
+# leakbound as a dependency, from the default build (nothing of leakbound is compiled again but
+# for the FetchContent route, which must build it as a subproject).
+consumer_start=$SECONDS
+echo "=== [consumer] install + find_package, pkg-config, FetchContent (examples/consumer)"
+if bash ci/consumer.sh "$root/build/default" >"$root/build/consumer.log" 2>&1; then
+  summary+=("[consumer] $(tail -1 "$root/build/consumer.log") ($((SECONDS - consumer_start)) s)")
+else
+  tail -40 "$root/build/consumer.log"
+  summary+=("[consumer] FAILED ($((SECONDS - consumer_start)) s): $(tail -1 "$root/build/consumer.log"); see build/consumer.log")
+  status=1
+fi
+grep -E '^\[|^note:' "$root/build/consumer.log" || true
 run_build "asan+ubsan" asan "" -E "TwentyRepeated" || status=1
 # TSan: only the binaries with concurrency tests are built; -R picks those tests.
 run_build "tsan" tsan "runtime_tests reliability_tests workloads_tests" \

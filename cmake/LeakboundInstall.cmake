@@ -13,7 +13,8 @@ set(LEAKBOUND_PACKAGE_TARGETS
   "leakbound_harness harness"       # Runner, probes, Judge, suite
   "leakbound_cupti cupti"           # CUPTI ledger and observer (in harness' link interface)
   "leakbound_heap heap"             # the exact host-heap interposer (shared)
-  "leakbound_preload preload"       # the LD_PRELOAD library of `leakbound watch`, once it exists
+  "leakbound_preload preload"       # the LD_PRELOAD library of `leakbound watch` (shared)
+  "leakbound_watch_step watch_step" # header-only step marker for programs under `leakbound watch`
   "leakbound_gtest gtest"           # EXPECT_LEAK_BOUND (when GoogleTest is found)
   "leakbound_warnings warnings"     # build-tree warning flags; empty once installed
   "leakbound cli"                   # the `leakbound` command
@@ -40,6 +41,10 @@ endforeach()
 if(NOT LEAKBOUND_INSTALL)
   return()
 endif()
+
+# `cmake --build B --target leakbound_package` builds what `cmake --install B` installs, and no test.
+add_custom_target(leakbound_package)
+add_dependencies(leakbound_package ${_lb_targets})
 
 include(CMakePackageConfigHelpers)
 set(LEAKBOUND_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/leakbound)

@@ -8,6 +8,7 @@
 
 #include "leakbound/harness/gtest.h"
 #include "leakbound/runtime/session.h"
+#include "leakbound/watch/heap.h"
 
 namespace {
 
@@ -30,7 +31,9 @@ struct HostLoop {
       block[static_cast<std::size_t>(step) % kLeakBytes] = 1;
       if (leaky) kept.push_back(std::move(block));
     };
-    w.teardown = [this] { kept.clear(); };
+    // Not kept.clear(): it keeps the capacity, which the exact host heap reports as a residue
+    // after teardown (not-returned-to-baseline).
+    w.teardown = [this] { std::vector<std::unique_ptr<char[]>>().swap(kept); };
     return w;
   }
 };
@@ -58,7 +61,7 @@ struct SessionLoop {
       if (leaky) cache.push_back(std::move(entry));
     };
     w.teardown = [this] {
-      cache.clear();
+      std::vector<leakbound::runtime::Buffer>().swap(cache);  // frees the capacity too
       session.reset();
     };
     w.sessions = [this] {
@@ -78,8 +81,13 @@ TEST(Clean, SessionScratchFreedEachStepIsLeakBound) {
   EXPECT_LEAK_BOUND(loop.AsWorkload());
 }
 
-// Expected to FAIL: 16 KiB per step kept with `new` (caught by the exact host-heap counter).
+// Expected to FAIL: 16 KiB per step kept with `new`, caught by the exact host-heap counter,
+// which counts only when the interposer (leakbound::heap, linked in through the harness) owns
+// malloc; without it there is nothing exact to judge `new` by, and the test says so.
 TEST(Leaking, HostNewKeptEachStepIsCaught) {
+  if (!leakbound_heap_active()) {
+    GTEST_SKIP() << "the exact host heap is not counting: " << leakbound_heap_state();
+  }
   HostLoop loop;
   loop.leaky = true;
   EXPECT_LEAK_BOUND(loop.AsWorkload());
