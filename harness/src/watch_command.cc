@@ -1,13 +1,274 @@
-// `leakbound watch`: placeholder until the watch command lands (docs/watch.md).
+// `leakbound watch [options] -- CMD [ARGS...]`: holds the leak bound on a program leakbound did
+// not write. Parses the command line, runs the program under the preload (watch_child.cc), fits
+// a schedule to the steps that arrived (watch_trace.cc), judges the Trace with the same Judge as
+// `run` and writes report.json/.md/.html atomically. docs/watch.md.
 #include "leakbound/harness/watch_command.h"
 
+#include <CLI/CLI.hpp>
+
+#include <csignal>
 #include <cstdio>
+#include <iostream>
+#include <string_view>
+
+#include "leakbound/harness/judge.h"
+#include "leakbound/harness/suite.h"
+#include "leakbound/reports/html.h"
+#include "leakbound/reports/json.h"
+#include "leakbound/reports/markdown.h"
+#include "watch_session.h"
+
+// The watch sources are compiled as part of this file until harness/CMakeLists.txt lists them.
+#include "watch_child.cc"  // NOLINT(bugprone-suspicious-include)
+#include "watch_trace.cc"  // NOLINT(bugprone-suspicious-include)
 
 namespace leakbound::harness {
+namespace {
 
-int WatchMain(int, char**) {
-  std::fprintf(stderr, "leakbound watch: not built in this version\n");
-  return 2;
+namespace fs = std::filesystem;
+using watch::WatchOptions;
+using watch::WatchUsageError;
+
+constexpr int kOk = 0;
+constexpr int kLeak = 1;
+constexpr int kUsage = 2;
+constexpr int kInternal = 3;
+constexpr int kInconclusive = 4;
+constexpr int kProgramFailed = 5;
+
+constexpr const char* kExamples = R"(Examples:
+  leakbound watch -- ./my_loop 1000          # C/C++: the program calls leakbound_step()
+                                             #   (#include <leakbound/watch/step.h>)
+  leakbound watch --step-on torch.optim.Optimizer.step -- python3 train.py
+                                             # PyTorch, unchanged: a step per optimizer step
+  leakbound watch -- python3 train.py        # the script calls leakbound.step()
+  leakbound watch --step-range train_step -- ./app   # each end of an NVTX range "train_step"
+  leakbound watch --interval 20ms -- ./server        # no steps: sample every 20 ms
+Exit codes: 0 memory stayed bounded; 1 a leak (see report.md); 2 usage error (nothing
+written); 3 internal error; 4 inconclusive (too few steps arrived: the report says what it
+needs); 5 the program failed (crashed, was killed or exited non-zero: its status is in the
+report); 130 / 143 watch was interrupted (SIGINT / SIGTERM, forwarded to the program; the
+partial report is written).)";
+
+std::uint64_t ParseDuration(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 0;
+  if (unit == "ns") scale = 1;
+  if (unit == "us") scale = 1e3;
+  if (unit == "ms") scale = 1e6;
+  if (unit == "s") scale = 1e9;
+  if (used == 0 || scale == 0 || !(value > 0) || value * scale < 1e5 || value * scale > 3.6e12) {
+    throw WatchUsageError("--interval must be a duration from 100us to 1h with a unit (ns, us, "
+                          "ms, s), e.g. 20ms; got '" + text + "'");
+  }
+  return static_cast<std::uint64_t>(value * scale);
+}
+
+struct Parsed {
+  WatchOptions options;
+  bool help_only = false;
+};
+
+Parsed Parse(int argc, char** argv) {
+  int split = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      split = i;
+      break;
+    }
+  }
+  Parsed parsed;
+  WatchOptions& o = parsed.options;
+  std::string interval, warmup = "auto";
+  CLI::App app("leakbound watch: is memory bounded across the steps of a program leakbound did "
+               "not write? Runs CMD under the exact heap interposer, samples its counters at each "
+               "step, judges them like `leakbound run` and writes report.json/.md/.html.",
+               "leakbound watch");
+  app.footer(kExamples);
+  auto* step_on = app.add_option("--step-on", o.step_on,
+                                 "Python callable whose every return is a step, by qualified name "
+                                 "(torch.optim.Optimizer.step covers every optimizer subclass)");
+  auto* step_range = app.add_option("--step-range", o.step_range,
+                                    "NVTX range name: each end of such a range is a step");
+  auto* every = app.add_option("--interval", interval,
+                               "sample on a timer instead of at steps, e.g. 20ms (units ns, us, "
+                               "ms, s)");
+  step_on->excludes(step_range)->excludes(every);
+  step_range->excludes(every);
+  app.add_option("--blocks,-b", o.blocks, "measured blocks (>= 2)")->capture_default_str();
+  app.add_option("--warmup,-w", warmup,
+                 "warm-up steps, or 'auto' (the first block boundary after which the counters "
+                 "stop changing; if they never do, the first block)")
+      ->capture_default_str();
+  app.add_option("--name", o.name, "workload name in the report (default: the program's name)");
+  std::string out = "leakbound-watch";
+  app.add_option("--out,-o", out, "report folder")->capture_default_str();
+  app.add_flag("--keep-pymalloc", o.keep_pymalloc,
+               "leave Python's small-object allocator on (by default watch sets "
+               "PYTHONMALLOC=malloc so every Python object is counted exactly)");
+  bool no_sites = false;
+  app.add_flag("--no-call-sites", no_sites,
+               "do not record the call site of each allocation (cheaper; no 'where' in the report)");
+  try {
+    app.parse(split, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    parsed.help_only = true;
+    return parsed;
+  } catch (const CLI::ParseError& e) {
+    throw WatchUsageError(e.what());
+  }
+  if (split >= argc - 1) {
+    throw WatchUsageError(split == argc ? "no command: put the program after `--`, e.g. "
+                                          "`leakbound watch -- ./my_loop 1000`"
+                                        : "no command after `--`");
+  }
+  for (int i = split + 1; i < argc; ++i) o.command.emplace_back(argv[i]);
+  if (o.blocks < 2 || o.blocks > 1000) {
+    throw WatchUsageError("--blocks must be from 2 to 1000, got " + std::to_string(o.blocks));
+  }
+  if (warmup != "auto") {
+    size_t used = 0;
+    try {
+      o.warmup_steps = std::stoi(warmup, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != warmup.size() || o.warmup_steps < 0) {
+      throw WatchUsageError("--warmup must be 'auto' or a number of steps >= 0, got '" + warmup +
+                            "'");
+    }
+  }
+  if (!interval.empty()) o.interval_ns = ParseDuration(interval);
+  if (step_on->count() && o.step_on.find('.') == std::string::npos) {
+    throw WatchUsageError("--step-on needs a qualified name module.callable (e.g. "
+                          "torch.optim.Optimizer.step), got '" + o.step_on + "'");
+  }
+  if (step_range->count() && o.step_range.empty()) {
+    throw WatchUsageError("--step-range needs a range name");
+  }
+  o.call_sites = !no_sites;
+  o.out = out;
+  if (o.name.empty()) o.name = fs::path(o.command.front()).filename().string();
+  return parsed;
+}
+
+// Creates the report folder up front (fails before the program runs); a folder this command
+// created is removed again if nothing was written into it.
+class ReportFolder {
+ public:
+  explicit ReportFolder(const fs::path& dir) : dir_(dir) {
+    std::error_code ec;
+    for (fs::path p = fs::absolute(dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      created_.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    fs::create_directories(dir, ec);
+    if (ec || ::access(dir.c_str(), W_OK) != 0) {
+      Clean();
+      throw WatchUsageError("cannot write the report folder " + dir.string() + ": " +
+                            (ec ? ec.message() : std::strerror(errno)) + " (pass --out DIR)");
+    }
+  }
+  ~ReportFolder() { Clean(); }
+
+ private:
+  void Clean() {
+    for (const fs::path& p : created_) {
+      std::error_code ec;
+      if (!fs::is_directory(p, ec) || !fs::is_empty(p, ec) || ec) return;
+      fs::remove(p, ec);
+    }
+  }
+  fs::path dir_;
+  std::vector<fs::path> created_;
+};
+
+std::string Notes(const watch::WatchRecording& r) {
+  std::string notes;
+  for (const std::string& n : r.notes) notes += "; " + n;
+  const leakbound_watch_counters& last =
+      r.samples.empty() ? r.at_start : r.samples.back().counters;
+  if (last.forks > 0) {
+    notes += "; the program forked " + std::to_string(last.forks) +
+             " time(s): children are not followed (their memory is their own)";
+  }
+  if (last.untracked_allocations > 0) {
+    notes += "; " + std::to_string(last.untracked_allocations) +
+             " allocations could not be recorded (interposer table full)";
+  }
+  if (r.malformed_records > 0) {
+    notes += "; " + std::to_string(r.malformed_records) + " malformed channel records dropped";
+  }
+  return notes;
+}
+
+int Watch(const WatchOptions& options) {
+  const watch::WatchPaths paths = watch::FindWatchPaths();
+  ReportFolder folder(options.out);
+  const watch::WatchRecording recording = watch::RecordProgram(options, paths);
+  Trace trace = watch::BuildWatchTrace(recording, options);
+  trace.subject.description += Notes(recording);
+
+  reports::Report report;
+  report.meta = CurrentMetadata(RunOptions{});
+  report.meta.device = "host (watched program)";
+  report.meta.seed.reset();
+  report.meta.blas_threads.reset();
+  report.meta.blocks = options.blocks;
+  report.meta.steps_per_block = trace.steps_per_block;
+  report.meta.warmup_steps = options.warmup_steps;
+  report.meta.wall_seconds = recording.wall_seconds;
+  report.meta.interrupted = recording.forwarded_signal != 0;
+  report.workloads.push_back(Judge(trace));
+  if (recording.Failed() && report.workloads.back().evidence.find(recording.Ending()) ==
+                                std::string::npos) {
+    report.workloads.back().evidence += " (the program " + recording.Ending() + ")";
+  }
+
+  TraceFile traces;
+  traces.meta = report.meta;
+  traces.traces.push_back(trace);
+  WriteTraceFileAtomically(traces, options.out / "trace.json");
+  reports::WriteReportAtomically(report, options.out / "report.json");
+  reports::WriteFileAtomically(options.out / "report.md", reports::RenderMarkdown(report));
+  reports::WriteFileAtomically(options.out / "report.html", reports::RenderHtml(report));
+  PrintSummary(report, std::cout);
+  std::cout << "\nprogram: " << recording.Ending() << ", " << recording.samples.size()
+            << (options.interval_ns ? " samples" : " steps") << "\nreports: "
+            << (options.out / "report.json").string() << ", report.md, report.html, trace.json\n";
+
+  if (recording.forwarded_signal == SIGINT) return 130;
+  if (recording.forwarded_signal != 0) return 128 + recording.forwarded_signal;
+  if (recording.Failed()) return kProgramFailed;
+  const reports::VerdictClass verdict = report.workloads.back().verdict;
+  if (verdict == reports::kInconclusive) return kInconclusive;
+  if (verdict == reports::kError) return kProgramFailed;
+  return verdict == reports::kPass ? kOk : kLeak;
+}
+
+}  // namespace
+
+int WatchMain(int argc, char** argv) {
+  try {
+    const Parsed parsed = Parse(argc, argv);
+    if (parsed.help_only) return kOk;
+    return Watch(parsed.options);
+  } catch (const WatchUsageError& e) {
+    std::cerr << "leakbound watch: " << e.what() << "\n(see `leakbound watch --help`)\n";
+    return kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "leakbound watch: internal error: " << e.what()
+              << "\nplease report it with the command line\n";
+    return kInternal;
+  }
 }
 
 }  // namespace leakbound::harness

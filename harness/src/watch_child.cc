@@ -1,0 +1,329 @@
+// `leakbound watch`: starting the program under the preload and receiving its records. The
+// channel is a SOCK_SEQPACKET socket pair (one record per message, never interleaved; a vanished
+// parent is EPIPE in the child, not SIGPIPE); its child end is named by LEAKBOUND_WATCH_FD, and
+// only the process whose pid is LEAKBOUND_WATCH_PID reports (forked children stay silent).
+// SIGINT/SIGTERM received here are forwarded to the program's process group.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "watch_session.h"
+
+extern char** environ;
+
+namespace leakbound::harness::watch {
+namespace fs = std::filesystem;
+
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_received_signal = 0;
+
+void OnSignal(int signal_number) {
+  if (signal_number != SIGCHLD) g_received_signal = signal_number;
+  const int saved = errno;
+  const char byte = static_cast<char>(signal_number);
+  [[maybe_unused]] ssize_t ignored = ::write(g_signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+std::string SignalName(int signal_number) {
+  const char* abbrev = sigabbrev_np(signal_number);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal_number);
+}
+
+fs::path SelfDirectory() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+fs::path FirstExisting(const char* env, const std::vector<fs::path>& candidates) {
+  if (const char* named = std::getenv(env); named && *named) return named;
+  for (const fs::path& candidate : candidates) {
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return fs::weakly_canonical(candidate, ec);
+  }
+  return {};
+}
+
+// PATH lookup as execvp does it, done up front so that "not found" is a usage error before
+// anything is created.
+fs::path ResolveCommand(const std::string& command) {
+  if (command.find('/') != std::string::npos) {
+    if (::access(command.c_str(), X_OK) != 0) {
+      throw WatchUsageError("cannot run '" + command + "': " + std::strerror(errno) +
+                            " (check the path after `--`)");
+    }
+    return command;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / command;
+    if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
+    start = end + 1;
+  }
+  throw WatchUsageError("command '" + command + "' not found in PATH (give its path, or install "
+                        "it; everything after `--` is the program and its arguments)");
+}
+
+std::string Prepended(const char* name, const std::string& first, char separator) {
+  const char* old = std::getenv(name);
+  if (!old || !*old) return first;
+  return first + separator + old;
+}
+
+// The child's environment, except LEAKBOUND_WATCH_PID, which is only known after fork.
+std::vector<std::string> ChildEnvironment(const WatchOptions& options, const WatchPaths& paths,
+                                          int channel_fd) {
+  std::map<std::string, std::string> set;
+  set["LD_PRELOAD"] = Prepended("LD_PRELOAD", paths.preload.string(), ':');
+  set[LEAKBOUND_WATCH_ENV_FD] = std::to_string(channel_fd);
+  set[LEAKBOUND_WATCH_ENV_SITES] = options.call_sites ? "1" : "0";
+  if (!options.keep_pymalloc) set["PYTHONMALLOC"] = "malloc";
+  if (!paths.python.empty()) {
+    std::string python_path = (paths.python).string();
+    if (!options.step_on.empty()) python_path += ":" + (paths.python / "sitecustomize").string();
+    set["PYTHONPATH"] = Prepended("PYTHONPATH", python_path, ':');
+  }
+  if (!options.step_on.empty()) set[LEAKBOUND_WATCH_ENV_STEP_ON] = options.step_on;
+  if (!options.step_range.empty()) {
+    set[LEAKBOUND_WATCH_ENV_STEP_RANGE] = options.step_range;
+    set["NVTX_INJECTION64_PATH"] = paths.nvtx_injection.string();
+  }
+  if (options.interval_ns > 0) {
+    set[LEAKBOUND_WATCH_ENV_INTERVAL] = std::to_string(options.interval_ns);
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('='));
+    if (!set.count(key) && key != LEAKBOUND_WATCH_ENV_PID) env.push_back(entry);
+  }
+  for (const auto& [key, value] : set) env.push_back(key + "=" + value);
+  return env;
+}
+
+void Consume(const leakbound_watch_record& record, WatchRecording& recording) {
+  if (record.magic != LEAKBOUND_WATCH_MAGIC || record.version != LEAKBOUND_WATCH_VERSION) {
+    ++recording.malformed_records;
+    return;
+  }
+  const std::string text(record.text, strnlen(record.text, sizeof record.text));
+  switch (record.kind) {
+    case LEAKBOUND_WATCH_HELLO: {  // a new program image (after exec): start over
+      const std::vector<std::string> notes = recording.notes;
+      const double wall = recording.wall_seconds;
+      recording = WatchRecording{};
+      recording.notes = notes;
+      recording.wall_seconds = wall;
+      recording.hello = true;
+      recording.heap_state = text;
+      recording.at_start = record.counters;
+      break;
+    }
+    case LEAKBOUND_WATCH_STEP:
+    case LEAKBOUND_WATCH_TICK:
+      recording.samples.push_back({record.seq, record.time_ns, record.counters});
+      break;
+    case LEAKBOUND_WATCH_SITE:
+      recording.site_updates.push_back(
+          {recording.samples.size(), record.site, record.site_bytes, record.site_allocations});
+      break;
+    case LEAKBOUND_WATCH_NAME:
+      recording.site_names[record.site] = text;
+      break;
+    case LEAKBOUND_WATCH_NOTE:
+      recording.notes.push_back(text);
+      break;
+    case LEAKBOUND_WATCH_BYE:
+      recording.at_exit = record.counters;
+      break;
+    default:
+      ++recording.malformed_records;
+  }
+}
+
+// Reads every record waiting on the socket; returns false once no writer is left.
+bool Drain(int fd, WatchRecording& recording, bool block) {
+  for (;;) {
+    leakbound_watch_record record;
+    const ssize_t got = ::recv(fd, &record, sizeof record, block ? 0 : MSG_DONTWAIT);
+    if (got == 0) return false;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+    if (static_cast<size_t>(got) == sizeof record) {
+      Consume(record, recording);
+    } else {
+      ++recording.malformed_records;
+    }
+    block = false;
+  }
+}
+
+class SignalForwarding {
+ public:
+  SignalForwarding() {
+    if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw std::runtime_error(std::string("watch: pipe2 failed: ") + std::strerror(errno));
+    }
+    struct sigaction action {};
+    action.sa_handler = OnSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    for (int s : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(s, &action, &saved_[s]);
+  }
+  ~SignalForwarding() {
+    for (int s : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(s, &saved_[s], nullptr);
+    ::close(g_signal_pipe[0]);
+    ::close(g_signal_pipe[1]);
+    g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  }
+
+ private:
+  struct sigaction saved_[NSIG] {};
+};
+
+}  // namespace
+
+std::string WatchRecording::Ending() const {
+  if (term_signal != 0) {
+    std::string text = "killed by " + SignalName(term_signal);
+    if (forwarded_signal == term_signal) text += " (forwarded by watch)";
+    return text;
+  }
+  if (exited) return "exited with status " + std::to_string(exit_status);
+  return "still running";
+}
+
+WatchPaths FindWatchPaths() {
+  const fs::path dir = SelfDirectory();
+  WatchPaths paths;
+  paths.preload = FirstExisting("LEAKBOUND_PRELOAD",
+                                {dir / "../watch/preload/libleakbound_preload.so",
+                                 dir / "../lib/libleakbound_preload.so",
+                                 dir / "../lib/leakbound/libleakbound_preload.so"});
+  paths.python = FirstExisting("LEAKBOUND_WATCH_PYTHON",
+                               {dir / "../watch/python", dir / "../share/leakbound/python"});
+  paths.nvtx_injection = FirstExisting(
+      "LEAKBOUND_NVTX_INJECTION", {dir / "../watch/nvtx/libleakbound_nvtx_inject.so",
+                                   dir / "../lib/libleakbound_nvtx_inject.so",
+                                   dir / "../lib/leakbound/libleakbound_nvtx_inject.so"});
+  return paths;
+}
+
+WatchRecording RecordProgram(const WatchOptions& options, const WatchPaths& paths) {
+  if (paths.preload.empty()) {
+    throw WatchUsageError("libleakbound_preload.so not found next to leakbound; build the "
+                          "leakbound_preload target or set LEAKBOUND_PRELOAD to its path");
+  }
+  if (!options.step_range.empty() && paths.nvtx_injection.empty()) {
+    throw WatchUsageError("--step-range needs libleakbound_nvtx_inject.so; build the "
+                          "leakbound_nvtx_inject target or set LEAKBOUND_NVTX_INJECTION");
+  }
+  const fs::path program = ResolveCommand(options.command.front());
+
+  int channel[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
+    throw std::runtime_error(std::string("watch: socketpair failed: ") + std::strerror(errno));
+  }
+  const int child_end = ::fcntl(channel[1], F_DUPFD, 10);  // without CLOEXEC: inherited
+  ::close(channel[1]);
+  std::vector<std::string> env = ChildEnvironment(options, paths, child_end);
+  env.push_back(std::string(LEAKBOUND_WATCH_ENV_PID) + "=" + std::string(24, '0'));
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = options.command;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int exec_error[2];
+  if (::pipe2(exec_error, O_CLOEXEC) != 0) {
+    throw std::runtime_error(std::string("watch: pipe2 failed: ") + std::strerror(errno));
+  }
+
+  SignalForwarding forwarding;
+  g_received_signal = 0;
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("watch: fork failed: ") + std::strerror(errno));
+  if (child == 0) {
+    // Async-signal-safe only: write our pid into the preallocated LEAKBOUND_WATCH_PID entry.
+    ::setpgid(0, 0);
+    char* digits = envp[envp.size() - 2] + std::strlen(LEAKBOUND_WATCH_ENV_PID) + 1;
+    pid_t pid = ::getpid();
+    char reversed[24];
+    int n = 0;
+    do {
+      reversed[n++] = static_cast<char>('0' + pid % 10);
+      pid /= 10;
+    } while (pid > 0);
+    for (int i = 0; i < n; ++i) digits[i] = reversed[n - 1 - i];
+    digits[n] = '\0';
+    struct sigaction restore {};
+    restore.sa_handler = SIG_DFL;
+    for (int s : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(s, &restore, nullptr);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    const int error = errno;
+    [[maybe_unused]] ssize_t ignored = ::write(exec_error[1], &error, sizeof error);
+    ::_exit(127);
+  }
+  ::setpgid(child, child);  // both sides, so the group exists before any signal is forwarded
+  ::close(child_end);
+  ::close(exec_error[1]);
+  int error = 0;
+  const bool exec_failed = ::read(exec_error[0], &error, sizeof error) == sizeof error;
+  ::close(exec_error[0]);
+
+  WatchRecording recording;
+  bool channel_open = true;
+  bool done = false;
+  while (!done) {
+    pollfd fds[2] = {{g_signal_pipe[0], POLLIN, 0}, {channel[0], POLLIN, 0}};
+    const int ready = ::poll(fds, channel_open ? 2 : 1, channel_open ? -1 : 200);
+    if (ready < 0 && errno != EINTR) break;
+    if (channel_open && (fds[1].revents & (POLLIN | POLLHUP))) {
+      channel_open = Drain(channel[0], recording, false);
+    }
+    char bytes[64];
+    while (::read(g_signal_pipe[0], bytes, sizeof bytes) > 0) {
+    }
+    if (const int s = g_received_signal; s != 0 && recording.forwarded_signal != s) {
+      recording.forwarded_signal = s;
+      ::kill(-child, s);
+    }
+    int status = 0;
+    const pid_t waited = ::waitpid(child, &status, WNOHANG);
+    if (waited == child) {
+      if (channel_open) Drain(channel[0], recording, false);  // what it sent before it ended
+      recording.exited = WIFEXITED(status);
+      recording.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+      recording.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      done = true;
+    }
+  }
+  ::close(channel[0]);
+  recording.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (exec_failed) {
+    throw WatchUsageError("cannot run '" + options.command.front() + "': " +
+                          std::strerror(error));
+  }
+  return recording;
+}
+
+}  // namespace leakbound::harness::watch

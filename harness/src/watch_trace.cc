@@ -1,0 +1,203 @@
+// `leakbound watch`: the Trace of what a watched program sent. A program decides its own length,
+// so the schedule is fitted afterwards: the last `blocks` x N samples are measured (N as large as
+// the samples allow once warm-up is known) and everything before them is warm-up. Too few
+// samples, or a program that crashed, is said in ended_early / error for Judge to report, never
+// guessed around. Pure: no clocks, no I/O.
+#include <algorithm>
+#include <set>
+#include <span>
+
+#include "leakbound/harness/verdict.h"
+#include "watch_session.h"
+
+namespace leakbound::harness::watch {
+
+namespace {
+
+TraceCounter Counter(std::string name, std::string unit, bool judged, double baseline,
+                     double final_value) {
+  TraceCounter c;
+  c.name = std::move(name);
+  c.unit = std::move(unit);
+  c.exact = true;
+  c.judged = judged;
+  c.probe = "host";
+  c.baseline = baseline;
+  c.final_value = final_value;
+  return c;
+}
+
+// Warm-up steps given the measured-block length: detected from the judged exact series (first
+// block boundary after which block min/max stop changing), or, when they never settle (a leak,
+// or a foreign program's jitter), everything before the last `blocks` blocks.
+int FitSchedule(const std::vector<TraceCounter>& counters, int samples, int blocks,
+                int configured_warmup, bool* detected) {
+  *detected = false;
+  if (configured_warmup >= 0) return configured_warmup;
+  const int block = samples / (blocks + 1);
+  if (block < 1) return 0;
+  std::vector<std::span<const double>> judged;
+  for (const TraceCounter& c : counters) {
+    if (c.judged) judged.emplace_back(c.values);
+  }
+  const int max_warmup_blocks = std::max(0, samples / block - blocks - kWarmupStableBlocks + 1);
+  const int found = DetectWarmupEnd(judged, block, max_warmup_blocks);
+  if (found >= 0) {
+    *detected = true;
+    return found;
+  }
+  return block;
+}
+
+// Call sites whose survivors grew from the first measured block end to the last, at every
+// block end, largest growth first.
+void AddOutstanding(const WatchRecording& recording, Trace& trace) {
+  const std::vector<int> ends = BlockEnds(
+      Schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block});
+  if (ends.empty() || recording.site_updates.empty()) return;
+  struct SiteState {
+    std::uint64_t bytes = 0, allocations = 0;
+    std::int64_t first_growth = -1, last_growth = -1;
+  };
+  std::map<std::uint32_t, SiteState> state;
+  std::vector<std::map<std::uint32_t, SiteState>> at_end;
+  size_t next = 0;
+  for (int end : ends) {
+    while (next < recording.site_updates.size() &&
+           recording.site_updates[next].before_sample <= static_cast<size_t>(end)) {
+      const SiteUpdate& u = recording.site_updates[next++];
+      SiteState& s = state[u.site];
+      const auto step = static_cast<std::int64_t>(u.before_sample);
+      if (u.bytes > s.bytes && step >= trace.warmup_steps) {
+        if (s.first_growth < 0) s.first_growth = step;
+        s.last_growth = step;
+      }
+      s.bytes = u.bytes;
+      s.allocations = u.allocations;
+    }
+    at_end.push_back(state);
+  }
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> growing;  // (growth, site)
+  for (const auto& [site, last] : at_end.back()) {
+    const auto first = at_end.front().find(site);
+    const std::uint64_t before = first == at_end.front().end() ? 0 : first->second.bytes;
+    bool rising = last.bytes > before;
+    for (size_t b = 1; rising && b < at_end.size(); ++b) {
+      const auto now = at_end[b].find(site), then = at_end[b - 1].find(site);
+      const std::uint64_t now_bytes = now == at_end[b].end() ? 0 : now->second.bytes;
+      const std::uint64_t then_bytes = then == at_end[b - 1].end() ? 0 : then->second.bytes;
+      rising = now_bytes >= then_bytes;
+    }
+    if (rising) growing.emplace_back(last.bytes - before, site);
+  }
+  std::sort(growing.rbegin(), growing.rend());
+  for (size_t b = 0; b < ends.size(); ++b) {
+    OutstandingSnapshot snapshot;
+    snapshot.step = ends[b];
+    for (const auto& [growth, site] : growing) {
+      const auto it = at_end[b].find(site);
+      if (it == at_end[b].end()) continue;
+      const auto name = recording.site_names.find(site);
+      OutstandingRow row;
+      row.op = name == recording.site_names.end() ? "site " + std::to_string(site) : name->second;
+      row.role = "heap";
+      row.scope = "none";
+      row.bytes = it->second.bytes;
+      row.allocations = it->second.allocations;
+      row.oldest_step = it->second.first_growth;
+      row.newest_step = it->second.last_growth;
+      snapshot.rows.push_back(std::move(row));
+    }
+    trace.outstanding.push_back(std::move(snapshot));
+  }
+}
+
+}  // namespace
+
+Trace BuildWatchTrace(const WatchRecording& recording, const WatchOptions& options) {
+  Trace trace;
+  trace.subject.name = options.name;
+  trace.subject.kind = "watched";
+  trace.subject.expectation = reports::kPass;
+  std::string command;
+  for (const std::string& arg : options.command) command += (command.empty() ? "" : " ") + arg;
+  trace.subject.description = "`" + command + "` (" + recording.Ending() + ")";
+  trace.probes.push_back({"host", recording.hello ? recording.heap_state : recording.heap_state});
+
+  const leakbound_watch_counters start = recording.at_start;
+  const leakbound_watch_counters last =
+      recording.samples.empty() ? start : recording.samples.back().counters;
+  // Until the schedule is known: the state when the preload started and the last sample.
+  trace.counters = {
+      Counter("host.heap_bytes", "bytes", true, start.heap_bytes, last.heap_bytes),
+      Counter("host.heap_allocations", "count", true, start.heap_allocations,
+              last.heap_allocations),
+      Counter("host.mapped_bytes", "bytes", true, start.mapped_bytes, last.mapped_bytes),
+      Counter("host.heap_peak_bytes", "bytes", false, start.heap_bytes, last.heap_peak_bytes),
+      Counter("host.total_allocations", "count", false, start.total_allocations,
+              last.total_allocations),
+  };
+  trace.counters[3].peak_of = "host.heap_bytes";
+  std::uint64_t previous_ns = 0;
+  for (const WatchSample& s : recording.samples) {
+    const leakbound_watch_counters& c = s.counters;
+    const double values[] = {double(c.heap_bytes), double(c.heap_allocations),
+                             double(c.mapped_bytes), double(c.heap_peak_bytes),
+                             double(c.total_allocations)};
+    for (size_t i = 0; i < trace.counters.size(); ++i) trace.counters[i].values.push_back(values[i]);
+    trace.step_ns.push_back(previous_ns == 0 ? 0.0 : double(s.time_ns - previous_ns));
+    trace.probe_ns.push_back(0.0);
+    previous_ns = s.time_ns;
+  }
+
+  const int samples = static_cast<int>(recording.samples.size());
+  const int blocks = options.blocks;
+  const std::string unit = options.interval_ns > 0 ? "samples" : "steps";
+  if (recording.term_signal != 0 && recording.forwarded_signal != recording.term_signal) {
+    trace.error = "the program was " + recording.Ending() + " after " + std::to_string(samples) +
+                  " " + unit + "; the series below is what arrived";
+  } else if (recording.forwarded_signal != 0) {
+    trace.ended_early = "interrupted (" + recording.Ending() + ") after " +
+                        std::to_string(samples) + " " + unit;
+  }
+  bool detected = false;
+  const int warmup = samples >= MinimumSamples(blocks)
+                         ? FitSchedule(trace.counters, samples, blocks, options.warmup_steps,
+                                       &detected)
+                         : 0;
+  const int per_block = (samples - std::min(warmup, samples)) / blocks;
+  if (samples < MinimumSamples(blocks) || per_block < kMinStepsPerBlock) {
+    if (trace.ended_early.empty()) {
+      trace.ended_early =
+          "only " + std::to_string(samples) + " " + unit + " arrived; judging needs at least " +
+          std::to_string(options.warmup_steps > 0 ? options.warmup_steps + blocks * kMinStepsPerBlock
+                                                  : MinimumSamples(blocks)) +
+          " (warm-up, then " + std::to_string(blocks) + " blocks of " +
+          std::to_string(kMinStepsPerBlock) + "): " +
+          (options.interval_ns > 0 ? "run the program longer or shorten --interval"
+                                   : "run the program for more steps, mark steps (leakbound_step, "
+                                     "--step-on, --step-range), or lower --blocks");
+    }
+    trace.warmup_steps = samples;
+    trace.blocks = 0;
+    trace.steps_per_block = 0;
+    return trace;
+  }
+  trace.steps_per_block = per_block;
+  trace.blocks = blocks;
+  trace.warmup_steps = samples - blocks * per_block;  // the remainder goes to warm-up
+  trace.warmup_detected = detected;
+  // A program's exit is not a teardown and its start is not a setup (interpreters build their
+  // world before the first step and leave it to the OS at exit), so "baseline" is the state at
+  // the end of warm-up and "final" the last sample: returned to baseline means the measured
+  // blocks ended where they began. docs/watch.md, "Verdicts of a foreign trace".
+  for (TraceCounter& c : trace.counters) {
+    if (!c.judged) continue;
+    c.baseline = c.values[trace.warmup_steps - (trace.warmup_steps > 0 ? 1 : 0)];
+    c.final_value = c.values.back();
+  }
+  AddOutstanding(recording, trace);
+  return trace;
+}
+
+}  // namespace leakbound::harness::watch

@@ -1,0 +1,67 @@
+/* The channel from a watched program to `leakbound watch`: fixed-size records written with one
+ * write(2) each to the pipe whose descriptor is in LEAKBOUND_WATCH_FD (docs/watch.md). A record
+ * is smaller than PIPE_BUF, so records from several threads never interleave, and writing one
+ * needs no allocation and no lock (write is async-signal-safe). Shared by the preload (C) and
+ * the parent (C++). */
+#ifndef LEAKBOUND_WATCH_CHANNEL_H_
+#define LEAKBOUND_WATCH_CHANNEL_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
+#define LEAKBOUND_WATCH_VERSION 1
+#define LEAKBOUND_WATCH_TEXT 192 /* note text, call-site names */
+
+/* Environment the parent sets for the child. */
+#define LEAKBOUND_WATCH_ENV_FD "LEAKBOUND_WATCH_FD"
+#define LEAKBOUND_WATCH_ENV_PID "LEAKBOUND_WATCH_PID"           /* the one process followed */
+#define LEAKBOUND_WATCH_ENV_INTERVAL "LEAKBOUND_WATCH_INTERVAL_NS" /* timer sampling */
+#define LEAKBOUND_WATCH_ENV_SITES "LEAKBOUND_WATCH_SITES"        /* "0": no call sites */
+#define LEAKBOUND_WATCH_ENV_STEP_ON "LEAKBOUND_STEP_ON"           /* Python qualname */
+#define LEAKBOUND_WATCH_ENV_STEP_RANGE "LEAKBOUND_STEP_RANGE"     /* NVTX range name */
+
+typedef enum leakbound_watch_kind {
+  LEAKBOUND_WATCH_HELLO = 1, /* the preload started in the followed process (counters: now) */
+  LEAKBOUND_WATCH_STEP = 2,  /* a step marker returned (counters after the step) */
+  LEAKBOUND_WATCH_TICK = 3,  /* a timer sample (--interval) */
+  LEAKBOUND_WATCH_SITE = 4,  /* one call site's survivors changed (precedes its STEP/TICK) */
+  LEAKBOUND_WATCH_NAME = 5,  /* a call site's symbol, sent once, before its first SITE */
+  LEAKBOUND_WATCH_NOTE = 6,  /* a message for the report (e.g. --step-on resolution) */
+  LEAKBOUND_WATCH_BYE = 7    /* the process is exiting normally (counters at exit) */
+} leakbound_watch_kind;
+
+typedef struct leakbound_watch_counters {
+  uint64_t heap_bytes;        /* leakbound_heap_stats.live_bytes */
+  uint64_t heap_allocations;  /* live_allocations */
+  uint64_t heap_peak_bytes;   /* peak since the previous sample (reset at each sample) */
+  uint64_t total_allocations; /* cumulative */
+  uint64_t untracked_allocations;
+  uint64_t mapped_bytes; /* anonymous mmap'd bytes still mapped */
+  uint64_t forks;        /* fork()s this process made (children are not followed) */
+} leakbound_watch_counters;
+
+typedef struct leakbound_watch_record {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t kind;    /* leakbound_watch_kind */
+  uint32_t pid;     /* sender */
+  uint32_t site;    /* SITE / NAME: call-site id (1-based) */
+  uint64_t seq;     /* STEP: step index; TICK: tick index; SITE: the step it precedes */
+  uint64_t time_ns; /* CLOCK_MONOTONIC */
+  leakbound_watch_counters counters;
+  uint64_t site_bytes;       /* SITE: bytes of that site's survivors */
+  uint64_t site_allocations; /* SITE: their number */
+  uint64_t site_pc;          /* SITE / NAME: return address of the allocation call */
+  char text[LEAKBOUND_WATCH_TEXT]; /* NOTE / NAME / HELLO (heap state), NUL-terminated */
+} leakbound_watch_record;
+
+#ifdef __cplusplus
+}
+static_assert(sizeof(leakbound_watch_record) <= 512, "a record must stay far below PIPE_BUF");
+#endif
+
+#endif /* LEAKBOUND_WATCH_CHANNEL_H_ */

@@ -1,0 +1,282 @@
+/* Front end of the `leakbound watch` preload: the malloc family (as watch/heap's glibc front
+ * end, plus the call site of each allocation) and anonymous mmap/munmap/mremap as their own exact
+ * counter. Forwards to glibc's __libc_* entry points (malloc) and to raw syscalls (mmap), so no
+ * dlsym bootstrap is needed. The call site is __builtin_return_address(0) of the hook: one frame,
+ * no unwinding, no allocation. The core (watch/heap/src/heap_core.c) keeps the block records; a
+ * site is stored in the record's 24-bit slot with Take + PutBack (see docs/watch.md: a core entry
+ * point taking the site directly would save that round trip). */
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "heap_core.h"
+#include "leakbound/watch/heap.h"
+#include "preload_internal.h"
+
+extern void* __libc_malloc(size_t size);
+extern void __libc_free(void* block);
+extern void* __libc_calloc(size_t count, size_t size);
+extern void* __libc_realloc(void* block, size_t size);
+extern void* __libc_memalign(size_t alignment, size_t size);
+extern void* __libc_valloc(size_t size);
+extern void* __libc_pvalloc(size_t size);
+
+static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
+  LeakboundHeapOnAlloc(block, size);
+  if (!g_leakbound_sites_on || leakbound_heap_excluded()) return;
+  uint32_t site = LeakboundSiteFor(pc);
+  if (site == 0) return;
+  LeakboundHeapTaken taken = LeakboundHeapTake(block);
+  if (!taken.found) return; /* counting paused, or the table had no slot */
+  taken.site = site;
+  LeakboundHeapPutBack(block, taken);
+  LeakboundSiteAdd(site, (int64_t)size, 1);
+}
+
+static inline void Forgotten(LeakboundHeapTaken taken) {
+  if (!taken.found) return;
+  if (taken.site) LeakboundSiteAdd(taken.site, -(int64_t)taken.size, -1);
+  LeakboundHeapForgetTaken(taken);
+}
+
+static inline void Uncounted(void* block) {
+  if (g_leakbound_sites_on) {
+    Forgotten(LeakboundHeapTake(block));
+  } else {
+    LeakboundHeapOnFree(block);
+  }
+}
+
+#define PC() ((uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0)))
+
+static void* MallocAt(size_t size, uintptr_t pc) {
+  void* block = __libc_malloc(size);
+  if (block) Counted(block, size, pc);
+  return block;
+}
+
+static void* ReallocAt(void* block, size_t size, uintptr_t pc) {
+  if (!block) return MallocAt(size, pc);
+  LeakboundHeapTaken taken = LeakboundHeapTake(block);
+  void* moved = __libc_realloc(block, size);
+  if (!moved && size != 0) {
+    LeakboundHeapPutBack(block, taken);
+    return NULL;
+  }
+  Forgotten(taken);
+  if (moved) Counted(moved, size, pc);
+  return moved;
+}
+
+static void* MemalignAt(size_t alignment, size_t size, uintptr_t pc) {
+  void* block = __libc_memalign(alignment, size);
+  if (block) Counted(block, size, pc);
+  return block;
+}
+
+LB_EXPORT void* malloc(size_t size) { return MallocAt(size, PC()); }
+
+LB_EXPORT void free(void* block) {
+  if (!block) return;
+  Uncounted(block);
+  __libc_free(block);
+}
+
+LB_EXPORT void* calloc(size_t count, size_t size) {
+  void* block = __libc_calloc(count, size);
+  if (block) Counted(block, (uint64_t)count * size, PC());
+  return block;
+}
+
+LB_EXPORT void* realloc(void* block, size_t size) { return ReallocAt(block, size, PC()); }
+
+LB_EXPORT void* reallocarray(void* block, size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return ReallocAt(block, bytes, PC());
+}
+
+LB_EXPORT void* memalign(size_t alignment, size_t size) {
+  return MemalignAt(alignment, size, PC());
+}
+
+LB_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
+  return MemalignAt(alignment, size, PC());
+}
+
+LB_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0 || alignment == 0) {
+    return EINVAL;
+  }
+  void* block = __libc_memalign(alignment, size);
+  if (!block) return ENOMEM;
+  Counted(block, size, PC());
+  *out = block;
+  return 0;
+}
+
+LB_EXPORT void* valloc(size_t size) {
+  void* block = __libc_valloc(size);
+  if (block) Counted(block, size, PC());
+  return block;
+}
+
+LB_EXPORT void* pvalloc(size_t size) {
+  size_t page = (size_t)getpagesize();
+  void* block = __libc_pvalloc(size);
+  if (block) Counted(block, (size + page - 1) & ~(page - 1), PC());
+  return block;
+}
+
+/* C++ operator new/delete: defined here so that the call site is the caller of new, not
+ * libstdc++'s operator new. On failure, the real operator new (new-handler, bad_alloc) is
+ * called; it is found with dlsym only then. */
+typedef void* (*NewFn)(size_t);
+static void* RealNew(const char* name, size_t size) {
+  NewFn real = (NewFn)dlsym(RTLD_NEXT, name);
+  return real ? real(size) : NULL;
+}
+LB_EXPORT void* _Znwm(size_t size) {
+  void* block = MallocAt(size ? size : 1, PC());
+  return block ? block : RealNew("_Znwm", size);
+}
+LB_EXPORT void* _Znam(size_t size) {
+  void* block = MallocAt(size ? size : 1, PC());
+  return block ? block : RealNew("_Znam", size);
+}
+LB_EXPORT void _ZdlPv(void* block) { free(block); }
+LB_EXPORT void _ZdaPv(void* block) { free(block); }
+LB_EXPORT void _ZdlPvm(void* block, size_t size) {
+  (void)size;
+  free(block);
+}
+LB_EXPORT void _ZdaPvm(void* block, size_t size) {
+  (void)size;
+  free(block);
+}
+
+/* ---- anonymous mappings ----------------------------------------------------------------- */
+/* A small lock-free table of the anonymous mappings made through mmap (glibc's own malloc
+ * mmaps go through its internal __mmap and are counted as heap, not here). munmap/mremap scan
+ * it (they are rare and cost a syscall anyway) and subtract the overlap; a hole punched in the
+ * middle of a mapping splits it. A mapping that finds no slot is not counted (mapped_dropped). */
+enum { kMaps = 4096 };
+typedef struct Mapping {
+  _Atomic uintptr_t start; /* 0: free */
+  _Atomic uintptr_t length;
+} Mapping;
+static Mapping g_maps[kMaps];
+static _Atomic uint64_t g_mapped_bytes;
+static _Atomic uint64_t g_mapped_dropped;
+
+static uintptr_t PageRound(size_t length) {
+  uintptr_t page = (uintptr_t)getpagesize();
+  return ((uintptr_t)length + page - 1) & ~(page - 1);
+}
+
+static void MapInsert(uintptr_t start, uintptr_t length) {
+  if (length == 0) return;
+  for (int i = 0; i < kMaps; ++i) {
+    uintptr_t free_slot = 0;
+    if (atomic_load_explicit(&g_maps[i].start, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong(&g_maps[i].start, &free_slot, start)) {
+      atomic_store(&g_maps[i].length, length);
+      atomic_fetch_add(&g_mapped_bytes, length);
+      return;
+    }
+  }
+  atomic_fetch_add(&g_mapped_dropped, 1);
+}
+
+/* Removes [start, start + length) from the books; returns 1 if it overlapped a mapping. */
+static int MapRemove(uintptr_t start, uintptr_t length) {
+  uintptr_t end = start + length;
+  int overlapped = 0;
+  for (int i = 0; i < kMaps; ++i) {
+    uintptr_t s = atomic_load_explicit(&g_maps[i].start, memory_order_relaxed);
+    if (s == 0) continue;
+    uintptr_t e = s + atomic_load_explicit(&g_maps[i].length, memory_order_relaxed);
+    if (e <= start || s >= end) continue;
+    overlapped = 1;
+    uintptr_t cut_start = s > start ? s : start;
+    uintptr_t cut_end = e < end ? e : end;
+    atomic_fetch_sub(&g_mapped_bytes, cut_end - cut_start);
+    if (cut_start == s && cut_end == e) {
+      atomic_store(&g_maps[i].start, 0);
+    } else if (cut_start == s) {
+      atomic_store(&g_maps[i].length, e - cut_end);
+      atomic_store(&g_maps[i].start, cut_end);
+    } else {
+      atomic_store(&g_maps[i].length, cut_start - s);
+      if (cut_end < e) { /* a hole: the tail becomes its own mapping */
+        atomic_fetch_sub(&g_mapped_bytes, e - cut_end);
+        MapInsert(cut_end, e - cut_end);
+      }
+    }
+  }
+  return overlapped;
+}
+
+LB_EXPORT void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  long mapped = syscall(SYS_mmap, address, length, prot, flags, fd, offset);
+  if (mapped == -1) return MAP_FAILED;
+  if (flags & MAP_FIXED) MapRemove((uintptr_t)mapped, PageRound(length));
+  if (flags & MAP_ANONYMOUS) MapInsert((uintptr_t)mapped, PageRound(length));
+  return (void*)mapped;
+}
+
+LB_EXPORT void* mmap64(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  return mmap(address, length, prot, flags, fd, offset);
+}
+
+LB_EXPORT int munmap(void* address, size_t length) {
+  long result = syscall(SYS_munmap, address, length);
+  if (result == 0) MapRemove((uintptr_t)address, PageRound(length));
+  return (int)result;
+}
+
+LB_EXPORT void* mremap(void* old_address, size_t old_length, size_t new_length, int flags, ...) {
+  void* new_address = NULL;
+  if (flags & MREMAP_FIXED) {
+    __builtin_va_list args;
+    __builtin_va_start(args, flags);
+    new_address = __builtin_va_arg(args, void*);
+    __builtin_va_end(args);
+  }
+  long moved = syscall(SYS_mremap, old_address, old_length, new_length, flags, new_address);
+  if (moved == -1) return MAP_FAILED;
+  if (MapRemove((uintptr_t)old_address, PageRound(old_length))) {
+    MapInsert((uintptr_t)moved, PageRound(new_length));
+  }
+  return (void*)moved;
+}
+
+uint64_t LeakboundMappedBytes(void) { return atomic_load(&g_mapped_bytes); }
+
+/* As watch/heap's glibc front end: the hooks receive the process's allocations only if this
+ * library precedes libc in the symbol search order (LD_PRELOAD puts it first). */
+extern void* leakbound_preload_own_malloc(size_t)
+    __attribute__((alias("malloc"), visibility("hidden")));
+
+__attribute__((constructor(102))) static void InitPreloadFrontEnd(void) {
+  /* The core's own allocation table (mmap'd in its constructor) is not the program's. */
+  for (int i = 0; i < kMaps; ++i) atomic_store(&g_maps[i].start, 0);
+  atomic_store(&g_mapped_bytes, 0);
+  void* (*volatile process_malloc)(size_t) = &malloc;
+  if (process_malloc == &leakbound_preload_own_malloc) {
+    LeakboundHeapSetFrontEnd("preload", NULL);
+  } else {
+    LeakboundHeapSetFrontEnd("preload",
+                             "unavailable: another malloc precedes libleakbound_preload in the "
+                             "symbol search order (load it with LD_PRELOAD)");
+  }
+}

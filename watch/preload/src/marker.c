@@ -1,0 +1,236 @@
+/* Step markers and the channel of the `leakbound watch` preload: leakbound_step() samples the
+ * counters and sends them to the parent as fixed-size records on the socket named by
+ * LEAKBOUND_WATCH_FD; an optional timer thread does the same every LEAKBOUND_WATCH_INTERVAL_NS.
+ * Only the process whose pid is LEAKBOUND_WATCH_PID reports: forked children (DataLoader
+ * workers) and programs it execs keep their own counters in their own memory and stay silent,
+ * so they can never corrupt the parent's series (docs/watch.md, "Forks"). What the marker itself
+ * allocates (dladdr's lock, nothing else) is excluded from the counts. */
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "leakbound/watch/heap.h"
+#include "preload_internal.h"
+
+static int g_fd = -1;
+static _Atomic int g_followed;
+static pid_t g_pid;
+static _Atomic uint64_t g_forks;
+static uint64_t g_steps; /* guarded by g_marker_lock */
+static uint64_t g_ticks;
+static pthread_mutex_t g_marker_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t NowNs(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static int Followed(void) {
+  return atomic_load_explicit(&g_followed, memory_order_relaxed) && getpid() == g_pid;
+}
+
+/* One record, one send: a SOCK_SEQPACKET message is delivered whole or not at all, and
+ * MSG_NOSIGNAL turns a vanished parent into EPIPE (we stop reporting) instead of SIGPIPE. */
+static void Send(leakbound_watch_record* record) {
+  record->magic = LEAKBOUND_WATCH_MAGIC;
+  record->version = LEAKBOUND_WATCH_VERSION;
+  record->pid = (uint32_t)g_pid;
+  if (record->time_ns == 0) record->time_ns = NowNs();
+  for (;;) {
+    ssize_t sent = send(g_fd, record, sizeof *record, MSG_NOSIGNAL);
+    if (sent >= 0) return;
+    if (errno == EINTR) continue;
+    atomic_store(&g_followed, 0);
+    return;
+  }
+}
+
+static void CopyText(char* out, const char* text) {
+  size_t n = strlen(text);
+  if (n >= LEAKBOUND_WATCH_TEXT) n = LEAKBOUND_WATCH_TEXT - 1;
+  memcpy(out, text, n);
+  out[n] = '\0';
+}
+
+static void Sample(leakbound_watch_counters* out) {
+  leakbound_heap_stats stats;
+  leakbound_heap_read(&stats);
+  out->heap_bytes = stats.live_bytes;
+  out->heap_allocations = stats.live_allocations;
+  out->heap_peak_bytes = stats.peak_bytes;
+  out->total_allocations = stats.total_allocations;
+  out->untracked_allocations = stats.untracked_allocations + LeakboundSitesDropped();
+  out->mapped_bytes = LeakboundMappedBytes();
+  out->forks = atomic_load(&g_forks);
+  leakbound_heap_reset_peak();
+}
+
+/* "symbol+0x12 (libfoo.so)" or "libfoo.so+0x1234" (no dynamic symbol: the report can be
+ * symbolised further with addr2line on that offset). */
+static void NameOf(uintptr_t pc, char* out) {
+  Dl_info info;
+  memset(&info, 0, sizeof info);
+  if (!dladdr((void*)pc, &info) || !info.dli_fname) {
+    CopyText(out, "?");
+    return;
+  }
+  const char* module = strrchr(info.dli_fname, '/');
+  module = module ? module + 1 : info.dli_fname;
+  char text[LEAKBOUND_WATCH_TEXT];
+  if (info.dli_sname) {
+    unsigned long offset = (unsigned long)(pc - (uintptr_t)info.dli_saddr);
+    snprintf(text, sizeof text, "%s+0x%lx (%s)", info.dli_sname, offset, module);
+  } else {
+    unsigned long offset = (unsigned long)(pc - (uintptr_t)info.dli_fbase);
+    snprintf(text, sizeof text, "%s+0x%lx", module[0] ? module : "?", offset);
+  }
+  CopyText(out, text);
+}
+
+typedef struct SiteReport {
+  uint64_t seq;
+} SiteReport;
+
+static void SendSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocations,
+                     int first_time, void* context) {
+  leakbound_watch_record record;
+  memset(&record, 0, sizeof record);
+  record.site = site;
+  record.site_pc = pc;
+  record.seq = ((SiteReport*)context)->seq;
+  if (first_time) {
+    record.kind = LEAKBOUND_WATCH_NAME;
+    NameOf(pc, record.text);
+    Send(&record);
+    record.text[0] = '\0';
+  }
+  record.kind = LEAKBOUND_WATCH_SITE;
+  record.site_bytes = bytes > 0 ? (uint64_t)bytes : 0;
+  record.site_allocations = allocations > 0 ? (uint64_t)allocations : 0;
+  Send(&record);
+}
+
+static void Mark(leakbound_watch_kind kind) {
+  leakbound_heap_exclude_begin();
+  pthread_mutex_lock(&g_marker_lock);
+  leakbound_watch_record record;
+  memset(&record, 0, sizeof record);
+  record.kind = (uint16_t)kind;
+  record.seq = kind == LEAKBOUND_WATCH_STEP ? g_steps++ : g_ticks++;
+  Sample(&record.counters); /* first: the site scan below must not delay the sample */
+  record.time_ns = NowNs();
+  if (g_leakbound_sites_on) {
+    SiteReport report = {record.seq};
+    LeakboundSitesVisitChanged(SendSite, &report);
+  }
+  Send(&record);
+  pthread_mutex_unlock(&g_marker_lock);
+  leakbound_heap_exclude_end();
+}
+
+/* ---- exported markers (leakbound/watch/step.h, the Python module, the NVTX injection) ---- */
+
+LB_EXPORT void leakbound_step(void) {
+  if (Followed()) Mark(LEAKBOUND_WATCH_STEP);
+}
+
+/* A line for the report ("step-on: patched torch.optim.Optimizer.step and 12 overrides"). */
+LB_EXPORT void leakbound_note(const char* text) {
+  if (!Followed() || !text) return;
+  leakbound_heap_exclude_begin();
+  leakbound_watch_record record;
+  memset(&record, 0, sizeof record);
+  record.kind = LEAKBOUND_WATCH_NOTE;
+  CopyText(record.text, text);
+  Send(&record);
+  leakbound_heap_exclude_end();
+}
+
+/* 1 in the process `leakbound watch` follows. */
+LB_EXPORT int leakbound_watching(void) { return Followed(); }
+
+/* ---- timer sampling (--interval) ---------------------------------------------------------- */
+
+static uint64_t g_interval_ns;
+
+static void* TimerThread(void* unused) {
+  (void)unused;
+  leakbound_heap_exclude_begin(); /* nothing this thread does is the program's */
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  while (Followed()) {
+    uint64_t ns = (uint64_t)next.tv_nsec + g_interval_ns;
+    next.tv_sec += (time_t)(ns / 1000000000ull);
+    next.tv_nsec = (long)(ns % 1000000000ull);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+    }
+    if (Followed()) Mark(LEAKBOUND_WATCH_TICK);
+  }
+  return NULL;
+}
+
+/* ---- lifetime ----------------------------------------------------------------------------- */
+
+static void CountFork(void) { atomic_fetch_add(&g_forks, 1); }
+static void ForgetInChild(void) { atomic_store(&g_followed, 0); }
+
+static long EnvNumber(const char* name, long fallback) {
+  const char* text = getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = NULL;
+  long value = strtol(text, &end, 10);
+  return (end && *end == '\0') ? value : fallback;
+}
+
+__attribute__((constructor(103))) static void StartWatch(void) {
+  const char* sites = getenv(LEAKBOUND_WATCH_ENV_SITES);
+  g_leakbound_sites_on = !(sites && strcmp(sites, "0") == 0);
+  long fd = EnvNumber(LEAKBOUND_WATCH_ENV_FD, -1);
+  long pid = EnvNumber(LEAKBOUND_WATCH_ENV_PID, -1);
+  if (fd < 0 || pid != (long)getpid()) return; /* not the followed process: count, stay silent */
+  g_fd = (int)fd;
+  g_pid = getpid();
+  atomic_store(&g_followed, 1);
+  leakbound_heap_exclude_begin();
+  pthread_atfork(NULL, CountFork, ForgetInChild);
+  leakbound_watch_record hello;
+  memset(&hello, 0, sizeof hello);
+  hello.kind = LEAKBOUND_WATCH_HELLO;
+  Sample(&hello.counters);
+  CopyText(hello.text, leakbound_heap_state());
+  Send(&hello);
+  g_interval_ns = (uint64_t)EnvNumber(LEAKBOUND_WATCH_ENV_INTERVAL, 0);
+  if (g_interval_ns > 0) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, TimerThread, NULL) == 0) {
+      pthread_detach(thread);
+    } else {
+      leakbound_note("interval: could not start the timer thread; no samples will arrive");
+    }
+  }
+  leakbound_heap_exclude_end();
+}
+
+__attribute__((destructor)) static void StopWatch(void) {
+  if (!Followed()) return;
+  leakbound_heap_exclude_begin();
+  pthread_mutex_lock(&g_marker_lock);
+  leakbound_watch_record bye;
+  memset(&bye, 0, sizeof bye);
+  bye.kind = LEAKBOUND_WATCH_BYE;
+  bye.seq = g_steps;
+  Sample(&bye.counters);
+  Send(&bye);
+  atomic_store(&g_followed, 0);
+  pthread_mutex_unlock(&g_marker_lock);
+  leakbound_heap_exclude_end();
+}

@@ -1,0 +1,60 @@
+/* A C program watched by the watch tests: `c_steps MODE STEPS`. Marks a step with
+ * leakbound/watch/step.h after each iteration. Modes: leak (24 bytes kept per step), clean
+ * (random sizes, all freed), crash (SIGSEGV after STEPS steps), hang (waits for a signal after
+ * STEPS steps), fork (a child allocates and steps too: it must not be followed), nomark. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "leakbound/watch/step.h"
+
+static void* volatile g_sink;
+
+static void Work(unsigned* seed) {
+  void* blocks[16];
+  for (int i = 0; i < 16; ++i) {
+    blocks[i] = malloc(1 + (size_t)(rand_r(seed) % 4096));
+    memset(blocks[i], i, 1);
+  }
+  for (int i = 0; i < 16; ++i) free(blocks[i]);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: c_steps leak|clean|crash|hang|fork|nomark STEPS\n");
+    return 2;
+  }
+  const char* mode = argv[1];
+  const int steps = atoi(argv[2]);
+  unsigned seed = 7;
+  void** kept = calloc((size_t)steps + 1, sizeof(void*));
+  for (int step = 0; step < steps; ++step) {
+    Work(&seed);
+    if (strcmp(mode, "leak") == 0) kept[step] = malloc(24);
+    if (strcmp(mode, "fork") == 0 && step == steps / 2) {
+      pid_t child = fork();
+      if (child == 0) {
+        for (int i = 0; i < 50; ++i) {
+          g_sink = malloc(1000); /* leaks in the child only */
+          leakbound_watch_step();
+        }
+        _exit(0);
+      }
+      waitpid(child, NULL, 0);
+    }
+    if (strcmp(mode, "nomark") != 0) leakbound_watch_step();
+  }
+  if (strcmp(mode, "crash") == 0) {
+    volatile int* nowhere = NULL;
+    *nowhere = 1;
+  }
+  if (strcmp(mode, "hang") == 0) {
+    for (;;) pause();
+  }
+  for (int step = 0; step < steps; ++step) free(kept[step]);
+  free(kept);
+  return 0;
+}
