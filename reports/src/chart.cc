@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "leakbound/reports/format.h"
 #include "leakbound/reports/html.h"
 
 namespace leakbound::reports {
@@ -59,8 +60,8 @@ double NiceStep(double rough) {
 }
 
 struct DisplayScale {
-  double divisor;     // label value = value / divisor
-  double threshold;   // used once the largest magnitude reaches this
+  double divisor;      // label value = value / divisor
+  double threshold;    // used once the largest magnitude reaches this
   const char* suffix;  // appended to labels: " MiB", "k"
 };
 
@@ -213,21 +214,37 @@ std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& con
     low = std::min(low, point.value);
     high = std::max(high, point.value);
   }
-  const bool show_baseline = context.baseline.has_value() && std::isfinite(*context.baseline);
-  if (show_baseline) {
-    low = std::min(low, *context.baseline);
-    high = std::max(high, *context.baseline);
+  // The y range is fitted to the samples, not stretched to the baseline: a 32 B/step leak on
+  // 115 KiB must fill the plot. When the range is a sliver of the values (under 2% of the
+  // largest magnitude), the axis is labelled as the change from the first sample, so the labels
+  // differ in their leading digits ("+0 B", "+50 B") instead of all reading "115.2 KiB".
+  double anchor = 0;
+  const double largest = std::max(std::fabs(low), std::fabs(high));
+  const bool offsets = high > low && largest > 0 && (high - low) < 0.02 * largest;
+  if (offsets) anchor = points.front().value;
+  Axis y_axis = ValueAxis(low - anchor, high - anchor, series.unit);
+  if (offsets) {
+    for (std::size_t i = 0; i < y_axis.ticks.size(); ++i) {
+      if (y_axis.ticks[i] > 0) y_axis.labels[i] = "+" + y_axis.labels[i];
+      y_axis.ticks[i] += anchor;
+    }
+    y_axis.low += anchor;
+    y_axis.high += anchor;
   }
-  const Axis y_axis = ValueAxis(low, high, series.unit);
+  const bool has_baseline = context.baseline.has_value() && std::isfinite(*context.baseline);
+  const bool show_baseline =
+      has_baseline && *context.baseline >= y_axis.low && *context.baseline <= y_axis.high;
   const double last_step = static_cast<double>(series.values.size() - 1);
   const Axis x_axis = StepAxis(last_step);
 
   const auto x_of = [&](double step) {
     const double clamped = std::clamp(step, x_axis.low, x_axis.high);
-    return plot_left + (clamped - x_axis.low) / (x_axis.high - x_axis.low) * (plot_right - plot_left);
+    return plot_left +
+           (clamped - x_axis.low) / (x_axis.high - x_axis.low) * (plot_right - plot_left);
   };
   const auto y_of = [&](double value) {
-    return plot_bottom - (value - y_axis.low) / (y_axis.high - y_axis.low) * (plot_bottom - plot_top);
+    return plot_bottom -
+           (value - y_axis.low) / (y_axis.high - y_axis.low) * (plot_bottom - plot_top);
   };
 
   // Warm-up band first, so that grid and data draw over it.
@@ -277,6 +294,21 @@ std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& con
     svg += "<text x=\"" + Fixed1(plot_right - 2) + "\" y=\"" + Fixed1(y - 4) +
            "\" text-anchor=\"end\" font-size=\"10\" fill=\"" + kBaselineColour +
            "\">baseline</text>";
+  }
+  const auto value_text = [&](double value) {
+    return series.unit == "bytes" ? FormatBytes(value) : FormatCount(value);
+  };
+  if (offsets) {
+    svg += "<text x=\"" + Fixed1(plot_left + 4) + "\" y=\"" + Fixed1(plot_top + 24) +
+           "\" font-size=\"10\" fill=\"" + kTextColour + "\">change from first sample, " +
+           EscapeHtml(value_text(anchor)) + "</text>";
+  }
+  if (has_baseline && !show_baseline) {
+    svg += "<text x=\"" + Fixed1(plot_right - 2) + "\" y=\"" +
+           Fixed1(*context.baseline < y_axis.low ? plot_bottom - 4 : plot_top + 10) +
+           "\" text-anchor=\"end\" font-size=\"10\" fill=\"" + kBaselineColour + "\">baseline " +
+           EscapeHtml(value_text(*context.baseline)) +
+           (*context.baseline < y_axis.low ? " (below)" : " (above)") + "</text>";
   }
   // Axes on top of the grid.
   svg += "<polyline points=\"" + Fixed1(plot_left) + "," + Fixed1(plot_top) + " " +

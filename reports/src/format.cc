@@ -2,11 +2,15 @@
 
 #include "leakbound/reports/format.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace leakbound::reports {
 namespace {
@@ -38,8 +42,8 @@ std::string WithSign(double value, const std::string& formatted) {
 std::string GroupThousands(long long value) {
   const bool negative = value < 0;
   // Two's complement magnitude: correct for LLONG_MIN too.
-  const unsigned long long magnitude =
-      negative ? 0ULL - static_cast<unsigned long long>(value) : static_cast<unsigned long long>(value);
+  const unsigned long long magnitude = negative ? 0ULL - static_cast<unsigned long long>(value)
+                                                : static_cast<unsigned long long>(value);
   const std::string digits = std::to_string(magnitude);
   std::string grouped;
   for (std::size_t i = 0; i < digits.size(); ++i) {
@@ -91,13 +95,13 @@ std::string FormatDuration(double nanoseconds) {
     double divisor;
     const char* unit;
   };
-  static constexpr std::array<Scale, 4> kScales = {
-      Scale{1e9, "s"}, Scale{1e6, "ms"}, Scale{1e3, "us"}, Scale{1, "ns"}};
+  static constexpr std::array<Scale, 4> kScales = {Scale{1e9, "s"}, Scale{1e6, "ms"},
+                                                   Scale{1e3, "us"}, Scale{1, "ns"}};
   for (const Scale& scale : kScales) {
     if (magnitude >= scale.divisor * 0.9995 || scale.divisor == 1) {
       const double scaled = nanoseconds / scale.divisor;
       const double scaled_magnitude = std::fabs(scaled);
-      const char* format = scale.divisor == 1         ? "%.0f"
+      const char* format = scale.divisor == 1          ? "%.0f"
                            : scaled_magnitude >= 99.95 ? "%.0f"
                            : scaled_magnitude >= 9.995 ? "%.1f"
                                                        : "%.2f";
@@ -191,6 +195,85 @@ std::string CounterUnit(const WorkloadResult& workload, std::string_view counter
     return "bytes";
   }
   return "count";
+}
+
+std::string FormatRate(double per_step, std::string_view unit, bool sign) {
+  if (!std::isfinite(per_step)) return "n/a";
+  if (unit == "ns") return (sign && per_step > 0 ? "+" : "") + FormatDuration(per_step) + "/step";
+  std::string text = Printf("%.1f", per_step);
+  if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
+  if (text == "-0") text = "0";
+  if (sign && per_step > 0) text = "+" + text;
+  return text + (unit == "bytes" ? " B/step" : "/step");
+}
+
+const CounterVerdict* CaughtBy(const WorkloadResult& workload) {
+  if (workload.verdict == kPass) return nullptr;
+  for (const CounterVerdict& counter : workload.counters) {
+    if (counter.judged && counter.verdict == workload.verdict) return &counter;
+  }
+  for (const CounterVerdict& counter : workload.counters) {
+    if (counter.judged && counter.verdict != kPass) return &counter;
+  }
+  return nullptr;
+}
+
+double SteadyValue(const WorkloadResult& workload, std::string_view counter) {
+  if (workload.block_ends.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const int index = workload.block_ends.back();
+  for (const CounterSeries& series : workload.series) {
+    if (series.name != counter) continue;
+    if (index < 0 || static_cast<std::size_t>(index) >= series.values.size()) break;
+    return series.values[static_cast<std::size_t>(index)];
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string GrowthText(const WorkloadResult& workload) {
+  const CounterVerdict* counter = CaughtBy(workload);
+  if (counter == nullptr) return "";
+  const std::string unit = CounterUnit(workload, counter->counter);
+  std::string text = counter->counter + " " + FormatRate(counter->slope_per_step, unit, true);
+  if (counter->slope_bound > 0) {
+    text += " (noise floor " + FormatRate(counter->slope_bound, unit) + ")";
+  }
+  if (counter->verdict == kNotReturnedToBaseline) {
+    const double residue = counter->final_value - counter->baseline;
+    text = counter->counter + " residue " +
+           (unit == "bytes" ? FormatSignedBytes(residue) : FormatSignedCount(residue)) +
+           " after teardown";
+  } else if (counter->verdict == kPeakOverBudget) {
+    text = counter->counter + " peak " + FormatInUnit(counter->peak, unit);
+  }
+  return text;
+}
+
+std::string TopOwnerText(const WorkloadResult& workload) {
+  if (workload.attribution.empty()) return "";
+  const Attribution& row = workload.attribution.front();
+  return row.op + " (" + row.role + ", scope " + row.scope +
+         "): " + FormatBytes(static_cast<double>(row.bytes)) + " in " +
+         FormatCount(static_cast<double>(row.allocations)) +
+         (row.allocations == 1 ? " allocation" : " allocations");
+}
+
+std::string NoiseFloorText(const Report& report) {
+  std::vector<std::pair<std::string, std::string>> floors;  // counter, formatted floor
+  for (const WorkloadResult& workload : report.workloads) {
+    for (const CounterVerdict& counter : workload.counters) {
+      if (!(counter.slope_bound > 0)) continue;
+      const bool known = std::any_of(floors.begin(), floors.end(),
+                                     [&](const auto& f) { return f.first == counter.counter; });
+      if (known) continue;
+      floors.emplace_back(counter.counter,
+                          FormatRate(counter.slope_bound, CounterUnit(workload, counter.counter)));
+    }
+  }
+  std::string text;
+  for (const auto& [counter, floor] : floors) {
+    text += (text.empty() ? "" : ", ") + counter + " " + floor;
+  }
+  return text;
 }
 
 Outcome WorkloadOutcome(const WorkloadResult& workload) {

@@ -5,6 +5,7 @@
 
 #include "leakbound/reports/html.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -54,15 +55,20 @@ td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: t
 .facts { display: flex; flex-wrap: wrap; gap: 2px 18px; color: #374151; font-size: 13px; margin: 8px 0 4px; }
 .facts span { white-space: nowrap; }
 .scroll { overflow-x: auto; margin-bottom: 28px; }
-.body { display: grid; grid-template-columns: minmax(0, 1fr); gap: 8px 28px; }
-@media (min-width: 1100px) { .body { grid-template-columns: minmax(0, 560px) minmax(0, 1fr); } }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 440px), 1fr));
+  gap: 4px 24px; }
+.charts .legend { grid-column: 1 / -1; }
 .tables { min-width: 0; overflow-x: auto; }
+.result.interrupted { background: #fef3c7; color: #78350f; }
+.caught { margin: 6px 0; font-size: 13.5px; }
+.caught b { color: #7f1d1d; }
 figure { margin: 10px 0 0; }
 figcaption { font-size: 13px; margin-bottom: 2px; }
 figcaption .unit { color: #6b7280; margin-left: 6px; }
 svg.chart { max-width: 100%; height: auto; display: block; background: #fff; }
 .legend { color: #6b7280; font-size: 12px; margin-top: 4px; }
 .tables table { width: 100%; }
+.tables td:first-child { white-space: nowrap; }
 .tables td.evidence-row { color: #6b7280; font-size: 12.5px; padding-top: 0; border-bottom: 1px solid #e5e7eb; }
 .tables tr.has-evidence td { border-bottom: none; }
 .none { color: #6b7280; font-style: italic; }
@@ -115,8 +121,8 @@ void AppendMetadata(const Report& report, std::string& out) {
     out += "<tr><th>" + std::string(title) + "</th><td>" + escaped_value + "</td></tr>";
   };
   out += "<h1>leakbound report</h1><table class=\"meta\">";
-  row("Device", EscapeHtml(meta.device) + " <span class=\"chip\">" +
-                    EscapeHtml(meta.device_class) + "</span>");
+  row("Device", EscapeHtml(meta.device) + " <span class=\"chip\">" + EscapeHtml(meta.device_class) +
+                    "</span>");
   row("Commit", "<code>" + EscapeHtml(meta.commit) + "</code>");
   row("Compiler", EscapeHtml(meta.compiler));
   row("Build type", EscapeHtml(meta.build_type));
@@ -127,16 +133,31 @@ void AppendMetadata(const Report& report, std::string& out) {
   if (const std::string settings = SettingsText(meta); !settings.empty()) {
     row("Settings", EscapeHtml(settings));
   }
+  if (const std::string floors = NoiseFloorText(report); !floors.empty()) {
+    row("Noise floors", EscapeHtml(floors) +
+                            " <span class=\"chip\">one per noisy counter, "
+                            "used by every workload</span>");
+  }
   row("Host", EscapeHtml(meta.hostname));
   row("Started", EscapeHtml(meta.started_at) + " (wall " +
                      EscapeHtml(FormatDuration(meta.wall_seconds * 1e9)) + ")");
-  row("leakbound", EscapeHtml(meta.tool_version) + ", report schema " +
-                       std::to_string(report.schema_version));
+  row("leakbound",
+      EscapeHtml(meta.tool_version) + ", report schema " + std::to_string(report.schema_version));
   out += "</table>";
 
   int missed = 0;
-  for (const WorkloadResult& workload : report.workloads) missed += workload.met_expectation ? 0 : 1;
+  for (const WorkloadResult& workload : report.workloads)
+    missed += workload.met_expectation ? 0 : 1;
   const std::string total = std::to_string(report.workloads.size());
+  if (meta.interrupted) {
+    out +=
+        "<p class=\"result interrupted\">INTERRUPTED: the run was stopped by a signal; only "
+        "the " +
+        total +
+        (report.workloads.size() == 1 ? " workload that finished is"
+                                      : " workloads that finished are") +
+        " in this report, and the rest were not run.</p>";
+  }
   if (missed == 0) {
     out += report.workloads.size() == 1
                ? std::string("<p class=\"result ok\">The workload met its expectation.</p>")
@@ -147,13 +168,46 @@ void AppendMetadata(const Report& report, std::string& out) {
   }
 }
 
+// Leaks first: missed expectations, then expected detections, then passes; report order within.
+std::vector<std::size_t> LeaksFirst(const Report& report) {
+  std::vector<std::size_t> order;
+  for (Outcome outcome : {Outcome::kMissed, Outcome::kExpectedDetection, Outcome::kPassed}) {
+    for (std::size_t i = 0; i < report.workloads.size(); ++i) {
+      if (WorkloadOutcome(report.workloads[i]) == outcome) order.push_back(i);
+    }
+  }
+  return order;
+}
+
+// The counter a workload is summarised by: the one that caught it, else runtime live bytes.
+struct SummaryFigures {
+  std::string counter;  // empty: runtime live bytes (steady_live_bytes)
+  std::string growth;   // "+16400 B/step", "-" for a PASS
+  std::string steady;   // the counter's value at the last block end
+};
+
+SummaryFigures FiguresOf(const WorkloadResult& workload) {
+  SummaryFigures figures{"", "-", FormatBytes(workload.steady_live_bytes)};
+  const CounterVerdict* caught = CaughtBy(workload);
+  if (caught == nullptr) return figures;
+  const std::string unit = CounterUnit(workload, caught->counter);
+  figures.counter = caught->counter;
+  figures.growth = caught->verdict == kUnboundedGrowth
+                       ? FormatRate(caught->slope_per_step, unit, true)
+                       : GrowthText(workload).substr(caught->counter.size() + 1);
+  const double steady = SteadyValue(workload, caught->counter);
+  if (std::isfinite(steady)) figures.steady = FormatInUnit(steady, unit);
+  return figures;
+}
+
 void AppendSummary(const Report& report, std::string& out) {
   out += "<div class=\"scroll\"><table class=\"summary\">";
-  out += HeaderRow({"Workload", "Kind", "Expectation", "Verdict", "Met?", "Steady live", "Peak",
-                    "Allocs/step", "Step time"},
-                   {false, false, false, false, false, true, true, true, true});
-  for (std::size_t i = 0; i < report.workloads.size(); ++i) {
+  out += HeaderRow({"Workload", "Kind", "Expectation", "Verdict", "Met?", "Caught by", "Growth",
+                    "Steady", "Peak", "Allocs/step", "Step time"},
+                   {false, false, false, false, false, false, true, true, true, true, true});
+  for (std::size_t i : LeaksFirst(report)) {
     const WorkloadResult& workload = report.workloads[i];
+    const SummaryFigures figures = FiguresOf(workload);
     out += "<tr>";
     out += Cell("<a href=\"#w" + std::to_string(i) + "\"><code>" + EscapeHtml(workload.name) +
                 "</code></a>");
@@ -161,7 +215,10 @@ void AppendSummary(const Report& report, std::string& out) {
     out += Cell(EscapeHtml(ToString(workload.expectation)));
     out += Cell(Badge(BadgeClass(WorkloadOutcome(workload)), ToString(workload.verdict)));
     out += Cell(workload.met_expectation ? "yes" : "<strong>no</strong>");
-    out += Cell(EscapeHtml(FormatBytes(workload.steady_live_bytes)), true);
+    out += Cell(figures.counter.empty() ? std::string("-")
+                                        : "<code>" + EscapeHtml(figures.counter) + "</code>");
+    out += Cell(EscapeHtml(figures.growth), true);
+    out += Cell(EscapeHtml(figures.steady), true);
     out += Cell(EscapeHtml(FormatBytes(workload.peak_bytes)), true);
     out += Cell(EscapeHtml(FormatCount(workload.allocations_per_step)), true);
     out += Cell(EscapeHtml(FormatDuration(workload.step_time_ns)), true);
@@ -178,7 +235,7 @@ void AppendCounterTable(const WorkloadResult& workload, std::string& out) {
   }
   out += "<table>";
   // Counter and verdict share a cell: the table must fit beside the charts.
-  out += HeaderRow({"Counter / verdict", "Slope/step", "Bound", "Baseline", "Final", "Peak"},
+  out += HeaderRow({"Counter / verdict", "Slope", "Noise floor", "Baseline", "Final", "Peak"},
                    {false, true, true, true, true, true});
   for (const CounterVerdict& counter : workload.counters) {
     const std::string unit = CounterUnit(workload, counter.counter);
@@ -186,8 +243,11 @@ void AppendCounterTable(const WorkloadResult& workload, std::string& out) {
     out += has_evidence ? "<tr class=\"has-evidence\">" : "<tr>";
     out += Cell("<code>" + EscapeHtml(counter.counter) + "</code><br>" +
                 CounterBadge(workload, counter));
-    for (double value : {counter.slope_per_step, counter.slope_bound, counter.baseline,
-                         counter.final_value, counter.peak}) {
+    out += Cell(EscapeHtml(FormatRate(counter.slope_per_step, unit)), true);
+    out += Cell(counter.slope_bound > 0 ? EscapeHtml(FormatRate(counter.slope_bound, unit))
+                                        : std::string("-"),
+                true);
+    for (double value : {counter.baseline, counter.final_value, counter.peak}) {
       out += Cell(EscapeHtml(FormatInUnit(value, unit)), true);
     }
     out += "</tr>";
@@ -242,45 +302,58 @@ void AppendCharts(const WorkloadResult& workload, std::string& out) {
     if (verdict != nullptr) out += CounterBadge(workload, *verdict);
     out += "</figcaption>" + RenderSeriesSvg(series, context) + "</figure>";
   }
-  out += "<p class=\"legend\">Shaded: warm-up. Dashed: block boundaries. Dotted: baseline before "
-         "setup. Series over 600 samples show each bucket's minimum and maximum.</p>";
+  out +=
+      "<p class=\"legend\">Shaded: warm-up. Dashed: block boundaries. Dotted: baseline before "
+      "setup (named in a corner when outside the plotted range). The y range is fitted to "
+      "the samples; a narrow one is labelled as the change from the first sample. Series "
+      "over 600 samples show each bucket's minimum and maximum.</p>";
 }
 
 void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& out) {
   const Outcome outcome = WorkloadOutcome(workload);
   out += "<section class=\"card " + BadgeClass(outcome) + "\" id=\"w" + std::to_string(index) +
          "\"><header><h2><code>" + EscapeHtml(workload.name) + "</code></h2><span class=\"chip\">" +
-         EscapeHtml(workload.kind) + "</span>" + Badge(BadgeClass(outcome), ToString(workload.verdict)) +
-         "<span class=\"expect\">expected " + EscapeHtml(ToString(workload.expectation)) + " &middot; " +
-         EscapeHtml(std::string(OutcomeLabel(outcome))) + "</span></header>";
+         EscapeHtml(workload.kind) + "</span>" +
+         Badge(BadgeClass(outcome), ToString(workload.verdict)) +
+         "<span class=\"expect\">expected " + EscapeHtml(ToString(workload.expectation)) +
+         " &middot; " + EscapeHtml(std::string(OutcomeLabel(outcome))) + "</span></header>";
   if (!workload.description.empty()) {
     out += "<p class=\"desc\">" + EscapeHtml(workload.description) + "</p>";
   }
-  out += "<p class=\"evidence\">" +
-         (workload.evidence.empty() ? std::string("<span class=\"none\">No evidence recorded.</span>")
-                                    : EscapeHtml(workload.evidence)) +
-         "</p>";
-  out += "<div class=\"facts\"><span>steady live <b>" +
-         EscapeHtml(FormatBytes(workload.steady_live_bytes)) + "</b></span><span>peak <b>" +
-         EscapeHtml(FormatBytes(workload.peak_bytes)) + "</b>" +
-         (workload.peak_bound_bytes
-              ? " (schedule-dependent; bound <b>" +
-                    EscapeHtml(FormatBytes(*workload.peak_bound_bytes)) + "</b>)"
-              : std::string()) +
-         "</span><span>baseline <b>" +
-         EscapeHtml(FormatBytes(workload.baseline_live_bytes)) + "</b></span><span>final <b>" +
-         EscapeHtml(FormatBytes(workload.final_live_bytes)) + "</b></span><span>allocs/step <b>" +
-         EscapeHtml(FormatCount(workload.allocations_per_step)) + "</b></span><span>step <b>" +
-         EscapeHtml(FormatDuration(workload.step_time_ns)) + "</b></span><span>probe <b>" +
-         EscapeHtml(FormatDuration(workload.probe_time_ns)) + "</b></span><span>warm-up " +
-         std::to_string(workload.warmup_steps) + " steps, " + std::to_string(workload.blocks) +
-         " blocks &times; " + std::to_string(workload.steps_per_block) + " steps</span></div>";
-  out += "<div class=\"body\"><div class=\"charts\">";
+  out +=
+      "<p class=\"evidence\">" +
+      (workload.evidence.empty() ? std::string("<span class=\"none\">No evidence recorded.</span>")
+                                 : EscapeHtml(workload.evidence)) +
+      "</p>";
+  if (const std::string growth = GrowthText(workload); !growth.empty()) {
+    out += "<p class=\"caught\">Caught by <b>" + EscapeHtml(growth) + "</b>";
+    if (const std::string owner = TopOwnerText(workload); !owner.empty()) {
+      out += " &middot; top outstanding: " + EscapeHtml(owner);
+    }
+    out += "</p>";
+  }
+  out +=
+      "<div class=\"facts\"><span>steady live <b>" +
+      EscapeHtml(FormatBytes(workload.steady_live_bytes)) + "</b></span><span>peak <b>" +
+      EscapeHtml(FormatBytes(workload.peak_bytes)) + "</b>" +
+      (workload.peak_bound_bytes ? " (schedule-dependent; bound <b>" +
+                                       EscapeHtml(FormatBytes(*workload.peak_bound_bytes)) + "</b>)"
+                                 : std::string()) +
+      "</span><span>baseline <b>" + EscapeHtml(FormatBytes(workload.baseline_live_bytes)) +
+      "</b></span><span>final <b>" + EscapeHtml(FormatBytes(workload.final_live_bytes)) +
+      "</b></span><span>allocs/step <b>" + EscapeHtml(FormatCount(workload.allocations_per_step)) +
+      "</b></span><span>step <b>" + EscapeHtml(FormatDuration(workload.step_time_ns)) +
+      "</b></span><span>probe <b>" + EscapeHtml(FormatDuration(workload.probe_time_ns)) +
+      "</b></span><span>warm-up " + std::to_string(workload.warmup_steps) + " steps, " +
+      std::to_string(workload.blocks) + " blocks &times; " +
+      std::to_string(workload.steps_per_block) + " steps</span></div>";
+  // Charts in a grid, tables below at full width: a table beside the charts was clipped.
+  out += "<div class=\"charts\">";
   AppendCharts(workload, out);
   out += "</div><div class=\"tables\">";
   AppendCounterTable(workload, out);
   AppendAttributionTable(workload, out);
-  out += "</div></div></section>";
+  out += "</div></section>";
 }
 
 void AppendBenchmarks(const Report& report, std::string& out) {
@@ -327,14 +400,15 @@ std::string RenderHtml(const Report& report) {
   std::string out;
   out.reserve(64 * 1024);
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
-  out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-         "style-src 'unsafe-inline'; img-src data:\">";
+  out +=
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'; img-src data:\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   out += "<title>leakbound report: " + EscapeHtml(report.meta.device_class) + " " +
          EscapeHtml(report.meta.commit) + "</title><style>" + kStyle + "</style></head><body>\n";
   AppendMetadata(report, out);
   AppendSummary(report, out);
-  for (std::size_t i = 0; i < report.workloads.size(); ++i) {
+  for (std::size_t i : LeaksFirst(report)) {
     AppendCard(report.workloads[i], i, out);
     out += "\n";
   }

@@ -60,6 +60,7 @@ Json MetaToJson(const RunMetadata& meta) {
   if (meta.seed) json["seed"] = *meta.seed;
   if (meta.blas_threads) json["blas_threads"] = *meta.blas_threads;
   if (meta.calibrated) json["calibrated"] = *meta.calibrated;
+  if (meta.interrupted) json["interrupted"] = true;  // absent means false
   return json;
 }
 
@@ -81,7 +82,8 @@ Json WorkloadToJson(const WorkloadResult& workload) {
   json["steady_live_bytes"] = Number<Json>(workload.steady_live_bytes);
   json["final_live_bytes"] = Number<Json>(workload.final_live_bytes);
   json["peak_bytes"] = Number<Json>(workload.peak_bytes);
-  if (workload.peak_bound_bytes) json["peak_bound_bytes"] = Number<Json>(*workload.peak_bound_bytes);
+  if (workload.peak_bound_bytes)
+    json["peak_bound_bytes"] = Number<Json>(*workload.peak_bound_bytes);
   json["allocations_per_step"] = Number<Json>(workload.allocations_per_step);
   json["step_time_ns"] = Number<Json>(workload.step_time_ns);
   json["probe_time_ns"] = Number<Json>(workload.probe_time_ns);
@@ -226,10 +228,9 @@ class FieldReader {
   [[noreturn]] void ThrowInconsistent(const char* key, const std::string& why) const {
     const std::string path = Child(key);
     throw ReportError(ReportErrorKind::kMissingField, std::string(source_), path,
-                      std::string(source_) + ": field `" + path + "` contradicts the report: " + why +
-                          "; fix the file or " + std::string(kRegenerateHint));
+                      std::string(source_) + ": field `" + path + "` contradicts the report: " +
+                          why + "; fix the file or " + std::string(kRegenerateHint));
   }
-
 
   std::string String(const char* key) const {
     const nlohmann::json& value = Require(key);
@@ -255,6 +256,26 @@ class FieldReader {
 
   // Any JSON number; null reads as NaN ("not measured").
   double Double(const char* key) const { return ToDouble(Require(key), Child(key)); }
+
+  // A byte figure, count or duration that cannot be negative; null reads as NaN.
+  double NonNegativeDouble(const char* key) const {
+    const double value = Double(key);
+    if (value < 0) {
+      ThrowOutOfRange(Child(key), "a non-negative number (or null for not measured), got " +
+                                      std::to_string(value));
+    }
+    return value;
+  }
+
+  // An int no smaller than `minimum`.
+  int IntAtLeast(const char* key, int minimum) const {
+    const int value = Int(key);
+    if (value < minimum) {
+      ThrowOutOfRange(Child(key), "an integer >= " + std::to_string(minimum) + ", got " +
+                                      std::to_string(value));
+    }
+    return value;
+  }
 
   // Whether an optional field is present (and not null).
   bool Has(const char* key) const {
@@ -326,7 +347,9 @@ class FieldReader {
     return result;
   }
 
-  FieldReader Object(const char* key) const { return FieldReader(Require(key), Child(key), source_); }
+  FieldReader Object(const char* key) const {
+    return FieldReader(Require(key), Child(key), source_);
+  }
 
   const nlohmann::json& Require(const char* key) const {
     const auto it = json_.find(key);
@@ -344,9 +367,8 @@ class FieldReader {
                                    std::string_view expected) const {
     throw ReportError(ReportErrorKind::kMissingField, std::string(source_), path,
                       std::string(source_) + ": field `" + path + "` is " +
-                          std::string(JsonTypeName(value)) + ", expected " +
-                          std::string(expected) + "; fix the file or " +
-                          std::string(kRegenerateHint));
+                          std::string(JsonTypeName(value)) + ", expected " + std::string(expected) +
+                          "; fix the file or " + std::string(kRegenerateHint));
   }
 
  private:
@@ -398,13 +420,14 @@ RunMetadata ReadMeta(const FieldReader& in) {
   meta.device_class = in.String("device_class");
   meta.hostname = in.String("hostname");
   meta.started_at = in.String("started_at");
-  meta.wall_seconds = in.Double("wall_seconds");
-  meta.blocks = in.Int("blocks");
-  meta.steps_per_block = in.Int("steps_per_block");
-  meta.warmup_steps = in.Int("warmup_steps");
+  meta.wall_seconds = in.NonNegativeDouble("wall_seconds");
+  meta.blocks = in.IntAtLeast("blocks", 0);
+  meta.steps_per_block = in.IntAtLeast("steps_per_block", 0);
+  meta.warmup_steps = in.IntAtLeast("warmup_steps", -1);  // -1: auto
   if (in.Has("seed")) meta.seed = in.UInt64("seed");
   if (in.Has("blas_threads")) meta.blas_threads = in.Int("blas_threads");
   if (in.Has("calibrated")) meta.calibrated = in.Bool("calibrated");
+  if (in.Has("interrupted")) meta.interrupted = in.Bool("interrupted");
   return meta;
 }
 
@@ -420,7 +443,8 @@ CounterVerdict ReadCounterVerdict(const FieldReader& in) {
   counter.evidence = in.String("evidence");
   if (in.Has("judged")) counter.judged = in.Bool("judged");
   if (!counter.judged && counter.verdict != kPass) {
-    in.ThrowInconsistent("judged", "it is false but the counter's verdict is '" + ToString(counter.verdict) +
+    in.ThrowInconsistent("judged", "it is false but the counter's verdict is '" +
+                                       ToString(counter.verdict) +
                                        "'; an unjudged counter is never flagged");
   }
   return counter;
@@ -458,23 +482,26 @@ WorkloadResult ReadWorkload(const FieldReader& in) {
   // A met expectation is the expected verdict (the harness may still call a matching verdict
   // unmet, when a zoo entry was flagged on another counter than the one it names).
   if (workload.met_expectation && workload.verdict != workload.expectation) {
-    in.ThrowInconsistent("met_expectation", "it is true but verdict '" + ToString(workload.verdict) +
-                                                "' is not the expectation '" +
-                                                ToString(workload.expectation) + "'");
+    in.ThrowInconsistent("met_expectation",
+                         "it is true but verdict '" + ToString(workload.verdict) +
+                             "' is not the expectation '" + ToString(workload.expectation) + "'");
   }
   workload.evidence = in.String("evidence");
-  workload.warmup_steps = in.Int("warmup_steps");
-  workload.blocks = in.Int("blocks");
-  workload.steps_per_block = in.Int("steps_per_block");
+  workload.warmup_steps = in.IntAtLeast("warmup_steps", 0);
+  workload.blocks = in.IntAtLeast("blocks", 0);
+  workload.steps_per_block = in.IntAtLeast("steps_per_block", 0);
   workload.block_ends = in.IntArray("block_ends");
-  workload.baseline_live_bytes = in.Double("baseline_live_bytes");
-  workload.steady_live_bytes = in.Double("steady_live_bytes");
-  workload.final_live_bytes = in.Double("final_live_bytes");
-  workload.peak_bytes = in.Double("peak_bytes");
+  workload.baseline_live_bytes = in.NonNegativeDouble("baseline_live_bytes");
+  workload.steady_live_bytes = in.NonNegativeDouble("steady_live_bytes");
+  workload.final_live_bytes = in.NonNegativeDouble("final_live_bytes");
+  workload.peak_bytes = in.NonNegativeDouble("peak_bytes");
   workload.peak_bound_bytes = in.OptionalDouble("peak_bound_bytes");
-  workload.allocations_per_step = in.Double("allocations_per_step");
-  workload.step_time_ns = in.Double("step_time_ns");
-  workload.probe_time_ns = in.Double("probe_time_ns");
+  if (workload.peak_bound_bytes && *workload.peak_bound_bytes < 0) {
+    in.NonNegativeDouble("peak_bound_bytes");  // throws, naming the field
+  }
+  workload.allocations_per_step = in.NonNegativeDouble("allocations_per_step");
+  workload.step_time_ns = in.NonNegativeDouble("step_time_ns");
+  workload.probe_time_ns = in.NonNegativeDouble("probe_time_ns");
   workload.counters = in.ObjectArray<CounterVerdict>("counters", ReadCounterVerdict);
   workload.attribution = in.ObjectArray<Attribution>("attribution", ReadAttribution);
   workload.series = in.ObjectArray<CounterSeries>("series", ReadSeries);
@@ -518,13 +545,15 @@ std::string ParseErrorDetail(const nlohmann::json::parse_error& error) {
 // ---------------------------------------------------------------------------------------------
 // Files
 
-std::string ErrnoText(int error) { return std::error_code(error, std::generic_category()).message(); }
+std::string ErrnoText(int error) {
+  return std::error_code(error, std::generic_category()).message();
+}
 
 [[noreturn]] void ThrowIo(const std::filesystem::path& path, const std::string& what_failed,
                           int error, std::string_view remedy) {
-  throw ReportError(ReportErrorKind::kIo, path.string(), "",
-                    path.string() + ": " + what_failed + " (" + ErrnoText(error) + "); " +
-                        std::string(remedy));
+  throw ReportError(
+      ReportErrorKind::kIo, path.string(), "",
+      path.string() + ": " + what_failed + " (" + ErrnoText(error) + "); " + std::string(remedy));
 }
 
 // Closes a descriptor and unlinks the temporary file unless Release()d; the failure path of
@@ -609,8 +638,10 @@ Report ParseReport(std::string_view text, std::string_view source_name) {
   const std::string source(source_name);
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw ReportError(ReportErrorKind::kTruncated, source, "",
-                      source + ": the file is empty (truncated to 0 bytes of JSON, likely an "
-                               "interrupted write); " + std::string(kRegenerateHint));
+                      source +
+                          ": the file is empty (truncated to 0 bytes of JSON, likely an "
+                          "interrupted write); " +
+                          std::string(kRegenerateHint));
   }
   nlohmann::json json;
   try {
@@ -630,7 +661,8 @@ Report ParseReport(std::string_view text, std::string_view source_name) {
                         source + ": truncated: the JSON ends at " + where + " (byte " +
                             std::to_string(text.size()) +
                             ") before the document is complete, likely an interrupted write or "
-                            "copy; " + std::string(kRegenerateHint));
+                            "copy; " +
+                            std::string(kRegenerateHint));
     }
     throw ReportError(ReportErrorKind::kMalformed, source, "",
                       source + ": malformed JSON at " + where + ": " + ParseErrorDetail(error) +
@@ -640,8 +672,7 @@ Report ParseReport(std::string_view text, std::string_view source_name) {
 }
 
 Report LoadReport(const std::filesystem::path& path) {
-  constexpr std::string_view kRemedy =
-      "check the path, or create the report with `leakbound run`";
+  constexpr std::string_view kRemedy = "check the path, or create the report with `leakbound run`";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) ThrowIo(path, "cannot open report", errno, kRemedy);
   std::string contents;

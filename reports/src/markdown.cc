@@ -51,6 +51,9 @@ void AppendMetadata(const Report& report, std::string& out) {
   if (const std::string settings = SettingsText(meta); !settings.empty()) {
     AppendRow(out, {"Settings", MarkdownEscape(settings)});
   }
+  if (const std::string floors = NoiseFloorText(report); !floors.empty()) {
+    AppendRow(out, {"Noise floors", MarkdownEscape(floors)});
+  }
   AppendRow(out, {"Host", MarkdownEscape(meta.hostname)});
   AppendRow(out, {"Started", MarkdownEscape(meta.started_at) + " (wall " +
                                  FormatDuration(meta.wall_seconds * 1e9) + ")"});
@@ -65,6 +68,12 @@ void AppendResultLine(const Report& report, std::string& out) {
     if (!workload.met_expectation) ++missed;
   }
   const std::string total = std::to_string(report.workloads.size());
+  if (report.meta.interrupted) {
+    out += "**INTERRUPTED**: the run was stopped by a signal; only the " + total +
+           (report.workloads.size() == 1 ? " workload that finished is"
+                                         : " workloads that finished are") +
+           " in this report, and the rest were not run.\n\n";
+  }
   if (missed == 0) {
     out += report.workloads.size() == 1
                ? std::string("**Result: the workload met its expectation.**\n\n")
@@ -82,12 +91,13 @@ void AppendSummary(const Report& report, std::string& out) {
                 "Allocs/step", "Step time"},
                {false, false, false, false, false, true, true, true, true});
   for (const WorkloadResult& workload : report.workloads) {
-    AppendRow(out, {MarkdownEscape(workload.name), MarkdownEscape(workload.kind),
-                    MarkdownEscape(ToString(workload.expectation)), MarkdownEscape(ToString(workload.verdict)),
-                    workload.met_expectation ? "yes" : "**NO**",
-                    FormatBytes(workload.steady_live_bytes), FormatBytes(workload.peak_bytes),
-                    FormatCount(workload.allocations_per_step),
-                    FormatDuration(workload.step_time_ns)});
+    AppendRow(
+        out,
+        {MarkdownEscape(workload.name), MarkdownEscape(workload.kind),
+         MarkdownEscape(ToString(workload.expectation)), MarkdownEscape(ToString(workload.verdict)),
+         workload.met_expectation ? "yes" : "**NO**", FormatBytes(workload.steady_live_bytes),
+         FormatBytes(workload.peak_bytes), FormatCount(workload.allocations_per_step),
+         FormatDuration(workload.step_time_ns)});
   }
   out += "\n";
 }
@@ -127,19 +137,27 @@ void AppendDetection(const Report& report, std::string& out) {
   }
   out += "\nZoo: " + std::to_string(zoo_detected) + " of " + std::to_string(zoo_total) +
          " planted leaks detected with their class. Clean and trap workloads: " +
-         std::to_string(false_positives) + " false positive" +
-         (false_positives == 1 ? "" : "s") + " in " + std::to_string(others) + " workload" +
-         (others == 1 ? "" : "s") + ".\n\n";
+         std::to_string(false_positives) + " false positive" + (false_positives == 1 ? "" : "s") +
+         " in " + std::to_string(others) + " workload" + (others == 1 ? "" : "s") + ".\n\n";
 }
 
 void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
-  out += "### " + MarkdownEscape(workload.name) + ": " + MarkdownEscape(ToString(workload.verdict)) + " (expected " +
+  out += "### " + MarkdownEscape(workload.name) + ": " +
+         MarkdownEscape(ToString(workload.verdict)) + " (expected " +
          MarkdownEscape(ToString(workload.expectation)) + ", " +
          std::string(OutcomeLabel(WorkloadOutcome(workload))) + ")\n\n";
   if (!workload.description.empty()) out += MarkdownEscape(workload.description) + "\n\n";
-  out += "> " + (workload.evidence.empty() ? std::string("(no evidence recorded)")
-                                           : MarkdownEscape(workload.evidence)) +
+  out += "> " +
+         (workload.evidence.empty() ? std::string("(no evidence recorded)")
+                                    : MarkdownEscape(workload.evidence)) +
          "\n\n";
+  if (const std::string growth = GrowthText(workload); !growth.empty()) {
+    out += "Caught by: " + MarkdownEscape(growth) + "\n\n";
+  }
+  if (const std::string owner = TopOwnerText(workload);
+      !owner.empty() && workload.verdict != kPass) {
+    out += "Top outstanding: " + MarkdownEscape(owner) + "\n\n";
+  }
   if (workload.peak_bound_bytes) {
     out += "Peak " + FormatBytes(workload.peak_bytes) +
            " depends on how the sessions' threads interleave; its schedule-independent bound "
@@ -148,18 +166,19 @@ void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
   }
   if (!workload.counters.empty()) {
     out += "Counter verdicts:\n\n";
-    AppendHeader(out,
-                 {"Counter", "Verdict", "Slope/step", "Bound", "Baseline", "Final", "Peak",
-                  "Evidence"},
-                 {false, false, true, true, true, true, true, false});
+    AppendHeader(
+        out, {"Counter", "Verdict", "Slope/step", "Bound", "Baseline", "Final", "Peak", "Evidence"},
+        {false, false, true, true, true, true, true, false});
     for (const CounterVerdict& counter : workload.counters) {
       const std::string unit = CounterUnit(workload, counter.counter);
-      AppendRow(out, {MarkdownEscape(counter.counter),
-                      counter.judged ? MarkdownEscape(ToString(counter.verdict)) : std::string("not judged"),
-                      FormatInUnit(counter.slope_per_step, unit),
-                      FormatInUnit(counter.slope_bound, unit), FormatInUnit(counter.baseline, unit),
-                      FormatInUnit(counter.final_value, unit), FormatInUnit(counter.peak, unit),
-                      MarkdownEscape(counter.evidence)});
+      AppendRow(
+          out,
+          {MarkdownEscape(counter.counter),
+           counter.judged ? MarkdownEscape(ToString(counter.verdict)) : std::string("not judged"),
+           FormatRate(counter.slope_per_step, unit),
+           counter.slope_bound > 0 ? FormatRate(counter.slope_bound, unit) : std::string("-"),
+           FormatInUnit(counter.baseline, unit), FormatInUnit(counter.final_value, unit),
+           FormatInUnit(counter.peak, unit), MarkdownEscape(counter.evidence)});
     }
     out += "\n";
   }

@@ -16,7 +16,8 @@ namespace {
 
 std::size_t CountOf(const std::string& text, const std::string& part) {
   std::size_t count = 0;
-  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
   return count;
 }
 
@@ -27,7 +28,9 @@ std::size_t SeriesPointCount(const std::string& svg) {
   const std::size_t begin = svg.find("points=\"", series) + 8;
   const std::size_t end = svg.find('"', begin);
   const std::string points = svg.substr(begin, end - begin);
-  return points.empty() ? 0 : static_cast<std::size_t>(std::count(points.begin(), points.end(), ' ')) + 1;
+  return points.empty()
+             ? 0
+             : static_cast<std::size_t>(std::count(points.begin(), points.end(), ' ')) + 1;
 }
 
 TEST(ReportChartTest, Downsample_ShortSeries_ComesBackWhole) {
@@ -45,8 +48,9 @@ TEST(ReportChartTest, Downsample_LongSeries_KeepsSpikeAndDipWithinBudget) {
   EXPECT_NE(std::find(points.begin(), points.end(), ChartPoint{7777, 5000}), points.end());
   EXPECT_NE(std::find(points.begin(), points.end(), ChartPoint{1234, -50}), points.end());
   // In step order, first and last samples' buckets represented.
-  EXPECT_TRUE(std::is_sorted(points.begin(), points.end(),
-                             [](const ChartPoint& a, const ChartPoint& b) { return a.step < b.step; }));
+  EXPECT_TRUE(
+      std::is_sorted(points.begin(), points.end(),
+                     [](const ChartPoint& a, const ChartPoint& b) { return a.step < b.step; }));
   EXPECT_EQ(points.front().step, 0);
   EXPECT_GE(points.back().step, 9966);
 }
@@ -75,9 +79,8 @@ TEST(ReportChartTest, ValueAxis_BytesGetRoundTicksInOneBinaryUnit) {
 
 TEST(ReportChartTest, ValueAxis_FractionalStepsKeepNeededDecimals) {
   const Axis axis = ValueAxis(1.0 * 1024 * 1024, 2.0 * 1024 * 1024, "bytes");
-  EXPECT_EQ(axis.labels,
-            (std::vector<std::string>{"0.8 MiB", "1 MiB", "1.2 MiB", "1.4 MiB", "1.6 MiB",
-                                      "1.8 MiB", "2 MiB", "2.2 MiB"}));
+  EXPECT_EQ(axis.labels, (std::vector<std::string>{"0.8 MiB", "1 MiB", "1.2 MiB", "1.4 MiB",
+                                                   "1.6 MiB", "1.8 MiB", "2 MiB", "2.2 MiB"}));
 }
 
 TEST(ReportChartTest, ValueAxis_TinyRangeAtLargeValue_UsesFinerUnit) {
@@ -107,16 +110,51 @@ TEST(ReportChartTest, ValueAxis_CountsUseThousandsSuffixFrom10k) {
 }
 
 TEST(ReportChartTest, StepAxis_IntegerTicksAndSingleSampleCentred) {
-  EXPECT_EQ(StepAxis(209).labels,
-            (std::vector<std::string>{"0", "50", "100", "150", "200"}));
+  EXPECT_EQ(StepAxis(209).labels, (std::vector<std::string>{"0", "50", "100", "150", "200"}));
   const Axis single = StepAxis(0);
   EXPECT_EQ(single.labels, (std::vector<std::string>{"0"}));
   EXPECT_LT(single.low, 0);
   EXPECT_GT(single.high, 0);
 }
 
-TEST(ReportChartTest, RenderSeriesSvg_DrawsWarmupBlocksAndBaseline) {
+TEST(ReportChartTest, RenderSeriesSvg_BaselineOutsideTheFittedRange_IsNamedNotDrawn) {
   CounterSeries series{"runtime.live_bytes", "bytes", true, std::vector<double>(60, 2048)};
+  ChartContext context;
+  context.baseline = 0;
+  const std::string svg = RenderSeriesSvg(series, context);
+  EXPECT_EQ(CountOf(svg, "stroke-dasharray=\"1.5 3\""), 0u);
+  EXPECT_NE(svg.find(">baseline 0 B (below)</text>"), std::string::npos) << svg;
+}
+
+TEST(ReportChartTest, RenderSeriesSvg_SmallLeakOnALargeValue_FillsThePlotWithOffsetLabels) {
+  // 32 B/step on 115 KiB: the y range is fitted to the samples and labelled as the change from
+  // the first one, so the line climbs across the plot instead of lying flat.
+  std::vector<double> values;
+  for (int i = 0; i < 48; ++i) values.push_back(117760 + 32.0 * i);
+  CounterSeries series{"runtime.live_bytes", "bytes", true, values};
+  ChartContext context;
+  context.baseline = 0;
+  const std::string svg = RenderSeriesSvg(series, context);
+  EXPECT_NE(svg.find(">change from first sample, 115.00 KiB</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">0 KiB</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">+1.5 KiB</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">baseline 0 B (below)</text>"), std::string::npos) << svg;
+  // The line spans most of the plot height (172 units between the margins); drawn on a range
+  // from the 0 B baseline it would rise under one unit.
+  const std::size_t points = svg.find("class=\"series\"");
+  ASSERT_NE(points, std::string::npos);
+  const std::size_t first = svg.find("points=\"", points) + 8;
+  const double first_y = std::stod(svg.substr(svg.find(',', first) + 1));
+  const std::size_t last_space = svg.find("\"/>", first);
+  const std::string list = svg.substr(first, last_space - first);
+  const double last_y = std::stod(list.substr(list.rfind(',') + 1));
+  EXPECT_GT(first_y - last_y, 120.0) << list;
+}
+
+TEST(ReportChartTest, RenderSeriesSvg_DrawsWarmupBlocksAndBaseline) {
+  std::vector<double> values(60, 2048);
+  values[0] = 0;  // the series starts at the baseline, so the baseline is in range
+  CounterSeries series{"runtime.live_bytes", "bytes", true, values};
   ChartContext context;
   context.warmup_steps = 10;
   context.block_ends = {29, 49, 59};

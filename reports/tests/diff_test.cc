@@ -7,6 +7,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "sample_report.h"
 
@@ -16,7 +17,8 @@ namespace {
 using testing::kMiB;
 
 // The row for (workload, metric); fails the test when absent.
-const DiffRow& Row(const DiffResult& result, const std::string& workload, const std::string& metric) {
+const DiffRow& Row(const DiffResult& result, const std::string& workload,
+                   const std::string& metric) {
   for (const DiffRow& row : result.rows) {
     if (row.workload == workload && row.metric == metric) return row;
   }
@@ -41,7 +43,8 @@ TEST(ReportDiffTest, IdenticalReports_NoRegressionNoImprovement) {
   EXPECT_EQ(result.notes, 0);
   // Five workloads x (verdict + 4 metrics).
   EXPECT_EQ(result.rows.size(), 25u);
-  for (const DiffRow& row : result.rows) EXPECT_EQ(row.status, DiffStatus::kUnchanged) << row.metric;
+  for (const DiffRow& row : result.rows)
+    EXPECT_EQ(row.status, DiffStatus::kUnchanged) << row.metric;
   EXPECT_EQ(result.markdown.rfind("**OK**: 0 regressions, 0 improvements, 0 notes (base 4598ec4 -> "
                                   "new 4598ec4, device class cpu).\n",
                                   0),
@@ -66,7 +69,10 @@ TEST(ReportDiffTest, PeakUpTenPercent_IsARegressionWithExactRow) {
                                  "**REGRESSION** (grew past tolerance 5%) |\n"),
             std::string::npos)
       << result.markdown;
-  EXPECT_EQ(result.markdown.rfind("**REGRESSION**: 1 regression, 0 improvements, 0 notes", 0), 0u);
+  EXPECT_EQ(result.markdown.rfind(
+                "**REGRESSION**: 1 regression in mlp_sgd (peak), 0 improvements, 0 notes", 0),
+            0u)
+      << result.markdown;
   EXPECT_NE(result.markdown.find("Regressions:\n\n- mlp_sgd: peak 2.00 MiB -> 2.20 MiB (+10.0%), "
                                  "grew past tolerance 5%\n"),
             std::string::npos);
@@ -152,7 +158,8 @@ TEST(ReportDiffTest, GrowthFromZeroBytes_IsARegressionUnlessUnderAbsoluteFloor) 
   Find(base, "mlp_sgd")->steady_live_bytes = 0;
   Report fresh = base;
   Find(fresh, "mlp_sgd")->steady_live_bytes = 512;
-  EXPECT_EQ(Row(DiffReports(base, fresh), "mlp_sgd", "steady live").status, DiffStatus::kRegression);
+  EXPECT_EQ(Row(DiffReports(base, fresh), "mlp_sgd", "steady live").status,
+            DiffStatus::kRegression);
   EXPECT_EQ(Row(DiffReports(base, fresh), "mlp_sgd", "steady live").percent_text, "n/a");
   DiffTolerance tolerance;
   tolerance.absolute_bytes = 1024;
@@ -311,6 +318,120 @@ TEST(ReportDiffTest, Markdown_EscapesWorkloadNames) {
   const DiffResult result = DiffReports(base, fresh);
   EXPECT_EQ(result.markdown.find("a|b<i>"), std::string::npos);
   EXPECT_NE(result.markdown.find("| a\\|b\\<i\\> | peak |"), std::string::npos) << result.markdown;
+}
+
+TEST(ReportDiffTest, NewLeak_VerdictRowCarriesCounterRateFloorAndTopOwner) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  WorkloadResult& workload = *Find(fresh, "mlp_sgd");
+  workload.verdict = kUnboundedGrowth;
+  workload.met_expectation = false;
+  workload.counters.push_back(CounterVerdict{"host.heap_bytes", kUnboundedGrowth, 16400,
+                                             1365.3333333333333, 0, 0, 0, "grew"});
+  workload.attribution = {Attribution{"param", "parameter", "none", 38440, 4, 47, 47},
+                          Attribution{"relu", "workspace", "step", 4096, 1, 0, 0}};
+  const DiffResult result = DiffReports(base, fresh);
+  const DiffRow& row = Row(result, "mlp_sgd", "verdict");
+  EXPECT_EQ(row.evidence,
+            "host.heap_bytes +16400 B/step (noise floor 1365.3 B/step); top outstanding: param "
+            "(parameter, scope none): 37.54 KiB in 4 allocations");
+  EXPECT_NE(result.markdown.find(
+                "- mlp_sgd: verdict PASS (met) -> unbounded-growth (expectation missed), met its "
+                "expectation (PASS) before, misses it now\n"
+                "  - evidence: host.heap_bytes +16400 B/step (noise floor 1365.3 B/step); top "
+                "outstanding: param (parameter, scope none): 37.54 KiB in 4 allocations\n"),
+            std::string::npos)
+      << result.markdown;
+}
+
+TEST(ReportDiffTest, UnchangedLeak_HasNoEvidenceLine) {
+  const Report base = testing::MakeSampleReport();
+  const DiffResult result = DiffReports(base, base);
+  EXPECT_EQ(Row(result, "zoo_loss_history", "verdict").evidence, "");
+  EXPECT_EQ(result.markdown.find("evidence:"), std::string::npos);
+}
+
+// One report per clean workload, as `check --update` writes them.
+std::vector<Report> BaselinesOf(const Report& report) {
+  std::vector<Report> baselines;
+  for (const WorkloadResult& workload : report.workloads) {
+    if (workload.kind != "clean") continue;
+    Report one;
+    one.meta = report.meta;
+    one.workloads.push_back(workload);
+    baselines.push_back(one);
+  }
+  return baselines;
+}
+
+TEST(ReportDiffTest, AgainstBaselines_RegressionInTheSecondBaseline_IsNamedOnTheFirstLine) {
+  const Report fresh = testing::MakeSampleReport();
+  std::vector<Report> baselines = BaselinesOf(fresh);
+  ASSERT_EQ(baselines.size(), 2u);
+  ASSERT_EQ(baselines[1].workloads[0].name, "stress_transformer_block");
+  baselines[1].workloads[0].peak_bytes *= 0.8;  // the fresh run's peak is 25% higher
+  const DiffResult result =
+      DiffAgainstBaselines(baselines, fresh, DiffTolerance{}, "baselines/cpu");
+  EXPECT_TRUE(result.regression);
+  EXPECT_EQ(result.regressions, 1);
+  const std::string first_line = result.markdown.substr(0, result.markdown.find('\n'));
+  EXPECT_EQ(first_line,
+            "**REGRESSION**: 1 regression in stress_transformer_block (peak), 0 improvements, "
+            "0 notes (base 4598ec4 -> new 4598ec4, device class cpu).");
+  // One document: a single verdict line and a single table.
+  EXPECT_EQ(result.markdown.find("**OK**"), std::string::npos);
+  EXPECT_EQ(result.markdown.find("| Workload | Metric |"),
+            result.markdown.rfind("| Workload | Metric |"));
+}
+
+TEST(ReportDiffTest, AgainstBaselines_AllWithinTolerance_OpensWithOk) {
+  const Report fresh = testing::MakeSampleReport();
+  const DiffResult result =
+      DiffAgainstBaselines(BaselinesOf(fresh), fresh, DiffTolerance{}, "baselines/cpu");
+  EXPECT_FALSE(result.regression);
+  EXPECT_EQ(result.markdown.substr(0, result.markdown.find('\n')),
+            "**OK**: 0 regressions, 0 improvements, 0 notes (base 4598ec4 -> new 4598ec4, device "
+            "class cpu).");
+}
+
+TEST(ReportDiffTest, AgainstBaselines_CleanWorkloadWithoutBaseline_FailsOnTheFirstLine) {
+  const Report fresh = testing::MakeSampleReport();
+  std::vector<Report> baselines = BaselinesOf(fresh);
+  baselines.pop_back();  // stress_transformer_block has none
+  const DiffResult result = DiffAgainstBaselines(baselines, fresh, DiffTolerance{}, "base/cpu");
+  EXPECT_TRUE(result.regression);
+  EXPECT_EQ(result.regressions, 0);
+  EXPECT_EQ(result.unchecked, 1);
+  EXPECT_EQ(result.markdown.substr(0, result.markdown.find('\n')),
+            "**FAIL**: 0 regressions, 1 clean workload without a baseline "
+            "(stress_transformer_block), 0 improvements, 0 notes (base 4598ec4 -> new 4598ec4, "
+            "device class cpu).");
+  EXPECT_EQ(Row(result, "stress_transformer_block", "baseline").reason,
+            "Not checked (fails the check): clean workload without a baseline in base/cpu; add one "
+            "with `leakbound check --baselines base/cpu --update` (rewrites all) after review");
+}
+
+TEST(ReportDiffTest, InterruptedNewReport_MissingWorkloadsAreNotRunRegressions) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  fresh.meta.interrupted = true;
+  fresh.workloads.resize(2);  // stopped during the third workload
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_TRUE(result.regression);
+  EXPECT_TRUE(result.fresh_interrupted);
+  EXPECT_EQ(result.regressions, 3);
+  const DiffRow& row = Row(result, "zoo_cached_workspace", "workload");
+  EXPECT_EQ(row.new_text, "not run");
+  EXPECT_EQ(row.reason, "not run: the new report was interrupted before this workload finished");
+  EXPECT_NE(result.markdown.find("\n\n**Interrupted**: the new report was stopped by a signal"),
+            std::string::npos)
+      << result.markdown;
+  EXPECT_EQ(result.markdown.rfind("**REGRESSION**: 3 regressions in zoo_cached_workspace "
+                                  "(workload), trap_param_reuse (workload), "
+                                  "stress_transformer_block (workload), 0 improvements",
+                                  0),
+            0u)
+      << result.markdown;
 }
 
 }  // namespace

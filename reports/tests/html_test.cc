@@ -16,7 +16,8 @@ namespace {
 
 std::size_t CountOf(const std::string& text, const std::string& part) {
   std::size_t count = 0;
-  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
   return count;
 }
 
@@ -82,19 +83,21 @@ TEST(ReportHtmlTest, OneChartPerSeries_AndTheSummaryTable) {
   EXPECT_EQ(CountOf(html, "<svg class=\"chart\""), series);
   EXPECT_EQ(CountOf(html, "<section class=\"card "), report.workloads.size());
   EXPECT_NE(html.find("<td><a href=\"#w0\"><code>mlp_sgd</code></a></td><td>clean</td><td>PASS</td>"
-                      "<td><span class=\"badge pass\">PASS</span></td><td>yes</td>"
-                      "<td class=\"num\">1.50 MiB</td><td class=\"num\">2.00 MiB</td>"
+                      "<td><span class=\"badge pass\">PASS</span></td><td>yes</td><td>-</td>"
+                      "<td class=\"num\">-</td><td class=\"num\">1.50 MiB</td>"
+                      "<td class=\"num\">2.00 MiB</td>"
                       "<td class=\"num\">12</td><td class=\"num\">1.20 ms</td>"),
             std::string::npos);
 }
 
 TEST(ReportHtmlTest, BadgeColours_FollowOutcome) {
   const std::string html = RenderHtml(testing::MakeSampleReport());
-  EXPECT_NE(html.find("<section class=\"card pass\" id=\"w0\">"), std::string::npos);      // clean
-  EXPECT_NE(html.find("<section class=\"card expected\" id=\"w1\">"), std::string::npos);  // zoo hit
-  EXPECT_NE(html.find("<section class=\"card missed\" id=\"w2\">"), std::string::npos);    // zoo miss
-  EXPECT_NE(html.find("<section class=\"card pass\" id=\"w3\">"), std::string::npos);      // trap
-  EXPECT_NE(html.find("<section class=\"card missed\" id=\"w4\">"), std::string::npos);    // false +
+  EXPECT_NE(html.find("<section class=\"card pass\" id=\"w0\">"), std::string::npos);  // clean
+  EXPECT_NE(html.find("<section class=\"card expected\" id=\"w1\">"),
+            std::string::npos);                                                          // zoo hit
+  EXPECT_NE(html.find("<section class=\"card missed\" id=\"w2\">"), std::string::npos);  // zoo miss
+  EXPECT_NE(html.find("<section class=\"card pass\" id=\"w3\">"), std::string::npos);    // trap
+  EXPECT_NE(html.find("<section class=\"card missed\" id=\"w4\">"), std::string::npos);  // false +
   EXPECT_NE(html.find("<span class=\"badge expected\">unbounded-growth</span>"), std::string::npos);
   EXPECT_NE(html.find("<span class=\"badge missed\">peak-over-budget</span>"), std::string::npos);
   EXPECT_NE(html.find(".badge.pass { background: #dcfce7"), std::string::npos);
@@ -104,20 +107,66 @@ TEST(ReportHtmlTest, BadgeColours_FollowOutcome) {
 
 TEST(ReportHtmlTest, Cards_ShowEvidenceCounterVerdictsAndAttribution) {
   const std::string html = RenderHtml(testing::MakeSampleReport());
-  EXPECT_NE(html.find("<p class=\"evidence\">runtime.live_bytes grows 64.00 KiB/step"), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"evidence\">runtime.live_bytes grows 64.00 KiB/step"),
+            std::string::npos);
   EXPECT_NE(html.find("<td><code>matmul</code></td><td>value</td><td>manual</td>"
                       "<td class=\"num\">3.00 MiB</td><td class=\"num\">48</td>"
                       "<td class=\"num\">1-48</td>"),
             std::string::npos);
-  EXPECT_NE(html.find("<td class=\"evidence-row\" colspan=\"6\">Grows 64.00 KiB/step; exact counter, "
-                      "any growth counts.</td>"),
-            std::string::npos);
+  EXPECT_NE(
+      html.find("<td class=\"evidence-row\" colspan=\"6\">Grows 64.00 KiB/step; exact counter, "
+                "any growth counts.</td>"),
+      std::string::npos);
 }
 
 TEST(ReportHtmlTest, EmptyReport_RendersValidSkeleton) {
   const std::string html = RenderHtml(Report{});
   EXPECT_NE(html.find("All 0 workloads met their expectation."), std::string::npos);
   EXPECT_EQ(html.substr(html.size() - 15), "</body></html>\n");
+}
+
+TEST(ReportHtmlTest, LeaksFirst_MissedThenDetectedThenPassed_AnchorsKeepReportIndex) {
+  const std::string html = RenderHtml(testing::MakeSampleReport());
+  // w2 zoo miss, w4 false positive, w1 zoo hit, then the passes w0 and w3.
+  const std::size_t miss = html.find("<section class=\"card missed\" id=\"w2\">");
+  const std::size_t false_positive = html.find("<section class=\"card missed\" id=\"w4\">");
+  const std::size_t hit = html.find("<section class=\"card expected\" id=\"w1\">");
+  const std::size_t pass = html.find("<section class=\"card pass\" id=\"w0\">");
+  ASSERT_NE(pass, std::string::npos);
+  EXPECT_LT(miss, false_positive);
+  EXPECT_LT(false_positive, hit);
+  EXPECT_LT(hit, pass);
+  EXPECT_LT(html.find("<a href=\"#w2\">"), html.find("<a href=\"#w0\">"));
+}
+
+TEST(ReportHtmlTest, Summary_ShowsTheCounterThatCaughtALeakAndItsRate) {
+  const std::string html = RenderHtml(testing::MakeSampleReport());
+  EXPECT_NE(html.find("<td><code>runtime.live_bytes</code></td><td class=\"num\">+65536 B/step"
+                      "</td><td class=\"num\">3.81 MiB</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<p class=\"caught\">Caught by <b>runtime.live_bytes +65536 B/step</b> "
+                      "&middot; top outstanding: matmul (value, scope manual): 3.00 MiB in 48 "
+                      "allocations</p>"),
+            std::string::npos);
+}
+
+TEST(ReportHtmlTest, NoiseFloor_OneFigureWithUnits_InMetadataAndCounterTable) {
+  const std::string html = RenderHtml(testing::MakeSampleReport());
+  EXPECT_NE(html.find("<tr><th>Noise floors</th><td>host.rss_bytes 4096 B/step"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">12.5 B/step</td><td class=\"num\">4096 B/step</td>"),
+            std::string::npos);
+}
+
+TEST(ReportHtmlTest, InterruptedReport_ShowsABanner) {
+  Report report = testing::MakeSampleReport();
+  report.meta.interrupted = true;
+  EXPECT_NE(RenderHtml(report).find("<p class=\"result interrupted\">INTERRUPTED: the run was "
+                                    "stopped by a signal; only the 5 workloads that finished are "
+                                    "in this report"),
+            std::string::npos);
+  EXPECT_EQ(RenderHtml(testing::MakeSampleReport()).find("result interrupted\">"),
+            std::string::npos);
 }
 
 }  // namespace

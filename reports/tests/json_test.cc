@@ -1,7 +1,6 @@
 // Tests of JSON (de)serialisation: exact round trips, compact series, and a clear ReportError
 // (right kind, file name, JSON path) for every kind of broken input.
 
-#include "leakbound/reports/format.h"
 #include "leakbound/reports/json.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +12,7 @@
 #include <limits>
 #include <string>
 
+#include "leakbound/reports/format.h"
 #include "sample_report.h"
 
 namespace leakbound::reports {
@@ -115,8 +115,9 @@ TEST(ReportJsonTest, ReportToText_LongSeries_IsOneCompactArrayPerSeries) {
 
 TEST(ReportJsonTest, ReportToText_StartsWithSchemaVersionAndEndsWithNewline) {
   const std::string text = SampleText();
-  EXPECT_EQ(text.rfind("{\n  \"schema_version\": 1,\n  \"meta\": {\n    \"tool_version\": \"0.1.0\",", 0),
-            0u);
+  EXPECT_EQ(
+      text.rfind("{\n  \"schema_version\": 1,\n  \"meta\": {\n    \"tool_version\": \"0.1.0\",", 0),
+      0u);
   EXPECT_EQ(text.back(), '\n');
 }
 
@@ -141,7 +142,8 @@ TEST(ReportJsonTest, PeakBound_WrittenOnlyWhenSet_AndReadBackExactly) {
   Report report = MakeSampleReport();
   report.workloads[0].peak_bound_bytes = 773200;
   const std::string text = ReportToText(report);
-  EXPECT_EQ(text.find("\"peak_bound_bytes\""), text.rfind("\"peak_bound_bytes\"")) << "written once";
+  EXPECT_EQ(text.find("\"peak_bound_bytes\""), text.rfind("\"peak_bound_bytes\""))
+      << "written once";
   EXPECT_NE(text.find("\"peak_bound_bytes\": 773200"), std::string::npos) << text.substr(0, 2000);
 
   const Report parsed = ParseReport(text, "bound.json");
@@ -167,6 +169,50 @@ TEST(ReportJsonTest, RunSettings_RoundTripWhenRecorded_AndOlderReportsReadWithou
   EXPECT_FALSE(older.meta.seed.has_value());
   EXPECT_FALSE(older.meta.calibrated.has_value());
   EXPECT_EQ(SettingsText(older.meta), "");
+}
+
+TEST(ReportJsonTest, Interrupted_WrittenOnlyWhenTrue_AndReadBack_AbsentMeansFalse) {
+  Report report = MakeSampleReport();
+  EXPECT_EQ(ReportToText(report).find("\"interrupted\""), std::string::npos);
+  EXPECT_FALSE(ParseReport(ReportToText(report), "whole.json").meta.interrupted);
+  report.meta.interrupted = true;
+  const std::string text = ReportToText(report);
+  EXPECT_NE(text.find("\"interrupted\": true"), std::string::npos);
+  const Report parsed = ParseReport(text, "stopped.json");
+  EXPECT_TRUE(parsed.meta.interrupted);
+  EXPECT_EQ(parsed, report);
+}
+
+TEST(ReportJsonTest, NegativeSteadyLiveBytes_IsRefusedNamingTheFieldAndTheValue) {
+  Report report = MakeSampleReport();
+  report.workloads[0].steady_live_bytes = -4096;
+  const ReportError error =
+      CatchReportError([&] { ParseReport(ReportToText(report), "neg.json"); });
+  EXPECT_EQ(error.json_path(), "$.workloads[0].steady_live_bytes");
+  EXPECT_EQ(
+      std::string(error.what())
+          .rfind("neg.json: field `$.workloads[0].steady_live_bytes` is out of range, expected a "
+                 "non-negative number (or null for not measured), got -4096.000000; fix the file",
+                 0),
+      0u)
+      << error.what();
+}
+
+TEST(ReportJsonTest, OtherImpossibleValues_AreRefusedWithTheirPath) {
+  const auto path_of_error = [](auto edit) {
+    Report report = MakeSampleReport();
+    edit(report);
+    return CatchReportError([&] { ParseReport(ReportToText(report), "bad.json"); }).json_path();
+  };
+  EXPECT_EQ(path_of_error([](Report& r) { r.workloads[1].peak_bytes = -1; }),
+            "$.workloads[1].peak_bytes");
+  EXPECT_EQ(path_of_error([](Report& r) { r.workloads[0].step_time_ns = -5; }),
+            "$.workloads[0].step_time_ns");
+  EXPECT_EQ(path_of_error([](Report& r) { r.workloads[0].peak_bound_bytes = -2; }),
+            "$.workloads[0].peak_bound_bytes");
+  EXPECT_EQ(path_of_error([](Report& r) { r.workloads[0].blocks = -3; }), "$.workloads[0].blocks");
+  EXPECT_EQ(path_of_error([](Report& r) { r.meta.warmup_steps = -2; }), "$.meta.warmup_steps");
+  EXPECT_EQ(path_of_error([](Report& r) { r.meta.wall_seconds = -1; }), "$.meta.wall_seconds");
 }
 
 TEST(ReportJsonTest, PeakBound_NullReadsAsNone_AndAStringIsAWrongTypeNamingThePath) {
@@ -232,9 +278,12 @@ TEST(ReportJsonTest, Parse_CutInHalf_ThrowsTruncatedNamingFile) {
       [&] { ParseReport(text.substr(0, text.size() / 2), "baselines/cpu/mlp_sgd.json"); });
   EXPECT_EQ(error.kind(), ReportErrorKind::kTruncated);
   EXPECT_EQ(error.source(), "baselines/cpu/mlp_sgd.json");
-  EXPECT_EQ(std::string(error.what()).rfind("baselines/cpu/mlp_sgd.json: truncated: the JSON ends at line ", 0), 0u)
+  EXPECT_EQ(std::string(error.what())
+                .rfind("baselines/cpu/mlp_sgd.json: truncated: the JSON ends at line ", 0),
+            0u)
       << error.what();
-  EXPECT_NE(std::string(error.what()).find("regenerate it with `leakbound run`"), std::string::npos);
+  EXPECT_NE(std::string(error.what()).find("regenerate it with `leakbound run`"),
+            std::string::npos);
 }
 
 TEST(ReportJsonTest, Parse_CutAtAnyPoint_IsTruncatedNeverMalformedOrCrash) {
@@ -248,7 +297,8 @@ TEST(ReportJsonTest, Parse_CutAtAnyPoint_IsTruncatedNeverMalformedOrCrash) {
   report.workloads[0].met_expectation = false;  // a "false" literal to cut too
   const std::string text = ReportToText(report);
   for (std::size_t length = 0; length + 2 < text.size(); ++length) {
-    const ReportError error = CatchReportError([&] { ParseReport(text.substr(0, length), "cut.json"); });
+    const ReportError error =
+        CatchReportError([&] { ParseReport(text.substr(0, length), "cut.json"); });
     ASSERT_EQ(error.kind(), ReportErrorKind::kTruncated)
         << "cut at " << length << ": " << error.what();
   }
@@ -263,8 +313,8 @@ TEST(ReportJsonTest, Parse_Empty_ThrowsTruncated) {
 }
 
 TEST(ReportJsonTest, Parse_SyntaxError_ThrowsMalformedWithLineAndColumn) {
-  const ReportError error =
-      CatchReportError([] { ParseReport("{\n  \"schema_version\": 1,\n  \"meta\": nope\n}", "bad.json"); });
+  const ReportError error = CatchReportError(
+      [] { ParseReport("{\n  \"schema_version\": 1,\n  \"meta\": nope\n}", "bad.json"); });
   EXPECT_EQ(error.kind(), ReportErrorKind::kMalformed);
   EXPECT_EQ(std::string(error.what()).rfind("bad.json: malformed JSON at line 3, column ", 0), 0u)
       << error.what();
@@ -336,7 +386,7 @@ TEST(ReportJsonTest, Parse_IllTypedScalars_AreRejectedWithPath) {
   };
   const Case cases[] = {
       {"/meta/blocks", 4.5, "$.meta.blocks"},
-      {"/meta/blocks", 1e10, "$.meta.blocks"},  // float: not an integer
+      {"/meta/blocks", 1e10, "$.meta.blocks"},          // float: not an integer
       {"/meta/blocks", 5000000000LL, "$.meta.blocks"},  // out of int range
       {"/meta", nlohmann::json::array(), "$.meta"},
       {"/workloads", nlohmann::json::object(), "$.workloads"},
@@ -367,8 +417,9 @@ TEST(ReportJsonTest, Parse_DeeplyNested_IsAnErrorNotAStackOverflow) {
   const std::string open(200000, '[');
   EXPECT_EQ(CatchReportError([&] { ParseReport(open, "deep.json"); }).kind(),
             ReportErrorKind::kTruncated);
-  EXPECT_EQ(CatchReportError([&] { ParseReport(open + std::string(200000, ']'), "deep.json"); }).kind(),
-            ReportErrorKind::kMissingField);
+  EXPECT_EQ(
+      CatchReportError([&] { ParseReport(open + std::string(200000, ']'), "deep.json"); }).kind(),
+      ReportErrorKind::kMissingField);
 }
 
 TEST(ReportJsonTest, Parse_UnknownFields_AreIgnored) {
@@ -382,7 +433,8 @@ class ReportFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("report_file_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("report_file_test_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -395,8 +447,9 @@ TEST_F(ReportFileTest, LoadReport_FileNotFound_ThrowsIoNamingThePath) {
   const ReportError error = CatchReportError([&] { LoadReport(missing); });
   EXPECT_EQ(error.kind(), ReportErrorKind::kIo);
   EXPECT_EQ(std::string(error.what()),
-            missing.string() + ": cannot open report (No such file or directory); check the "
-                               "path, or create the report with `leakbound run`");
+            missing.string() +
+                ": cannot open report (No such file or directory); check the "
+                "path, or create the report with `leakbound run`");
 }
 
 TEST_F(ReportFileTest, LoadReport_Directory_ThrowsIo) {

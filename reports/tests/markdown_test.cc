@@ -1,13 +1,13 @@
 // Tests of the Markdown renderer: exact table rows for the sample report, details only for
 // workloads that need attention, and escaping of hostile names.
 
-#include "leakbound/reports/html.h"
 #include "leakbound/reports/markdown.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "leakbound/reports/html.h"
 #include "sample_report.h"
 
 namespace leakbound::reports {
@@ -19,7 +19,8 @@ bool Contains(const std::string& text, const std::string& part) {
 
 TEST(ReportMarkdownTest, Heading_ShowsRunMetadata) {
   const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
-  EXPECT_EQ(markdown.rfind("# leakbound report\n\n| Run | Value |\n|---|---|\n", 0), 0u) << markdown;
+  EXPECT_EQ(markdown.rfind("# leakbound report\n\n| Run | Value |\n|---|---|\n", 0), 0u)
+      << markdown;
   EXPECT_TRUE(Contains(markdown, "| Device | cpu (CPU stub) (class cpu) |\n"));
   EXPECT_TRUE(Contains(markdown, "| Commit | 4598ec4 |\n"));
   EXPECT_TRUE(Contains(markdown, "| Compiler | GNU 12.2.0 |\n"));
@@ -47,10 +48,15 @@ TEST(ReportMarkdownTest, SummaryTable_HasOneExactRowPerWorkload) {
 
 TEST(ReportMarkdownTest, DetectionTable_ComparesPlantedAndDetected) {
   const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
-  EXPECT_TRUE(Contains(markdown, "| zoo_loss_history | zoo | unbounded-growth | unbounded-growth | detected |\n"));
-  EXPECT_TRUE(Contains(markdown, "| zoo_cached_workspace | zoo | not-returned-to-baseline | PASS | **missed** (no leak found) |\n"));
+  EXPECT_TRUE(Contains(
+      markdown, "| zoo_loss_history | zoo | unbounded-growth | unbounded-growth | detected |\n"));
+  EXPECT_TRUE(Contains(markdown,
+                       "| zoo_cached_workspace | zoo | not-returned-to-baseline | PASS | "
+                       "**missed** (no leak found) |\n"));
   EXPECT_TRUE(Contains(markdown, "| mlp_sgd | clean | none | PASS | 0 false positives |\n"));
-  EXPECT_TRUE(Contains(markdown, "| stress_transformer_block | clean | none | peak-over-budget | **1 false positive** |\n"));
+  EXPECT_TRUE(Contains(
+      markdown,
+      "| stress_transformer_block | clean | none | peak-over-budget | **1 false positive** |\n"));
   EXPECT_TRUE(Contains(markdown,
                        "Zoo: 1 of 2 planted leaks detected with their class. Clean and trap "
                        "workloads: 1 false positive in 3 workloads.\n"));
@@ -60,15 +66,21 @@ TEST(ReportMarkdownTest, Details_OnlyForWorkloadsThatDidNotPassOrMissed) {
   const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
   EXPECT_FALSE(Contains(markdown, "### mlp_sgd"));
   EXPECT_FALSE(Contains(markdown, "### trap_param_reuse"));
-  EXPECT_TRUE(Contains(markdown, "### zoo_loss_history: unbounded-growth (expected unbounded-growth, detected as planted)\n"));
-  EXPECT_TRUE(Contains(markdown, "### zoo_cached_workspace: PASS (expected not-returned-to-baseline, MISSED)\n"));
-  EXPECT_TRUE(Contains(markdown, "### stress_transformer_block: peak-over-budget (expected PASS, MISSED)\n"));
+  EXPECT_TRUE(Contains(
+      markdown,
+      "### zoo_loss_history: unbounded-growth (expected unbounded-growth, detected as planted)\n"));
+  EXPECT_TRUE(Contains(
+      markdown, "### zoo_cached_workspace: PASS (expected not-returned-to-baseline, MISSED)\n"));
+  EXPECT_TRUE(Contains(markdown,
+                       "### stress_transformer_block: peak-over-budget (expected PASS, MISSED)\n"));
   // Evidence sentence, counter verdicts in the counter's unit, attribution with ages.
   EXPECT_TRUE(Contains(markdown, "> runtime.live_bytes grows 64.00 KiB/step across 4 blocks"));
-  EXPECT_TRUE(Contains(markdown,
-                       "| runtime.live_bytes | unbounded-growth | 64.00 KiB | 0 B | 0 B | 3.00 MiB "
-                       "| 3.81 MiB | Grows 64.00 KiB/step; exact counter, any growth counts. |\n"));
-  EXPECT_TRUE(Contains(markdown, "| tracking.outstanding | unbounded-growth | 1 | 0 | 0 | 48 | 72 |"));
+  EXPECT_TRUE(
+      Contains(markdown,
+               "| runtime.live_bytes | unbounded-growth | 65536 B/step | - | 0 B | 3.00 MiB "
+               "| 3.81 MiB | Grows 64.00 KiB/step; exact counter, any growth counts. |\n"));
+  EXPECT_TRUE(
+      Contains(markdown, "| tracking.outstanding | unbounded-growth | 1/step | - | 0 | 48 | 72 |"));
   EXPECT_TRUE(Contains(markdown, "| Op | Role | Scope | Bytes | Allocations | Age (steps) |\n"));
   EXPECT_TRUE(Contains(markdown, "| matmul | value | manual | 3.00 MiB | 48 | 1-48 |\n"));
   EXPECT_TRUE(Contains(markdown, "| conv2d | workspace | none | 256.00 KiB | 1 | 200 |\n"));
@@ -121,6 +133,33 @@ TEST(ReportMarkdownTest, EmptyReport_StillRendersHeadingAndEmptyTables) {
   EXPECT_TRUE(Contains(markdown, "**Result: all 0 workloads met their expectation.**"));
   EXPECT_FALSE(Contains(markdown, "## Details"));
   EXPECT_FALSE(Contains(markdown, "## Benchmarks"));
+}
+
+TEST(ReportMarkdownTest, InterruptedReport_OpensWithABannerCountingWhatFinished) {
+  Report report = testing::MakeSampleReport();
+  report.meta.interrupted = true;
+  report.workloads.resize(2);
+  const std::string markdown = RenderMarkdown(report);
+  EXPECT_TRUE(Contains(markdown,
+                       "\n**INTERRUPTED**: the run was stopped by a signal; only the 2 "
+                       "workloads that finished are in this report, and the rest were "
+                       "not run.\n\n**Result:"))
+      << markdown;
+  EXPECT_FALSE(Contains(RenderMarkdown(testing::MakeSampleReport()), "INTERRUPTED"));
+}
+
+TEST(ReportMarkdownTest, LeakDetail_NamesTheCounterRateAndTopOwner) {
+  const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
+  EXPECT_TRUE(Contains(markdown,
+                       "Caught by: runtime.live_bytes +65536 B/step\n\n"
+                       "Top outstanding: matmul (value, scope manual): 3.00 MiB in 48 "
+                       "allocations\n\n"))
+      << markdown;
+}
+
+TEST(ReportMarkdownTest, NoiseFloors_OnceInTheMetadata_InBytesPerStep) {
+  const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
+  EXPECT_TRUE(Contains(markdown, "| Noise floors | host.rss_bytes 4096 B/step |\n")) << markdown;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "leakbound/reports/report.h"
@@ -53,6 +54,11 @@ struct DiffRow {
   std::string percent_text;  // "+10.0%", "n/a" when the base is 0
   DiffStatus status = DiffStatus::kUnchanged;
   std::string reason;  // why the status, for regression/improvement/note rows
+  // For a verdict row whose new verdict is not PASS: what caught it (counter, rate, noise floor)
+  // and the top outstanding owner, e.g. "host.heap_bytes +16400 B/step (noise floor
+  // 1365.3 B/step); top outstanding: param (parameter, scope none): 37.54 KiB in 4
+  // allocations". Empty otherwise. Not Markdown-escaped.
+  std::string evidence;
 };
 
 struct DiffResult {
@@ -61,6 +67,11 @@ struct DiffResult {
   int regressions = 0;   // rows with DiffStatus::kRegression
   int improvements = 0;  // rows with DiffStatus::kImprovement
   int notes = 0;         // rows with DiffStatus::kNote
+  int unchecked = 0;     // clean workloads without a baseline (DiffAgainstBaselines only)
+  // The new report (or a baseline) was interrupted: workloads it lacks were not run, and count
+  // as regressions ("not run"), never as OK.
+  bool fresh_interrupted = false;
+  bool base_interrupted = false;
   std::vector<DiffRow> rows;
 };
 
@@ -72,9 +83,23 @@ struct DiffResult {
 //     the reverse an improvement (a zoo entry going from PASS to its planted class is fixed
 //     detection); PASS that became anything else is a regression; any other change is a note;
 //   - a workload in `base` but not in `fresh` is a regression; one only in `fresh` is a note.
+//   - an interrupted new report (meta.interrupted) lacks the workloads it did not reach: each is
+//     a regression row saying "not run (the new report was interrupted)".
+// The Markdown's first line is the overall verdict: "**REGRESSION**: 2 regressions in
+// mlp_adam (steady live, peak), 0 improvements, 1 note (base ... -> new ..., device class cpu)."
 // Throws ReportError kDeviceClassMismatch when meta.device_class differs: figures from different
 // devices are not comparable.
 DiffResult DiffReports(const Report& base, const Report& fresh,
                        const DiffTolerance& tolerance = DiffTolerance{});
+
+// `leakbound check`: diffs `fresh` against every baseline report (each holds some workloads;
+// only those are compared from `fresh`) and merges the results into ONE document whose first
+// line is the overall verdict over all of them: regressions counted and their workloads named,
+// plus every clean workload of `fresh` that no baseline holds (a row with metric "baseline",
+// status kRegression, counted in `unchecked` and not in `regressions`: it fails the check, since
+// nothing guards it). `baselines_folder` is named in the hint to add one. Throws like
+// DiffReports.
+DiffResult DiffAgainstBaselines(const std::vector<Report>& baselines, const Report& fresh,
+                                const DiffTolerance& tolerance, std::string_view baselines_folder);
 
 }  // namespace leakbound::reports

@@ -53,6 +53,32 @@ std::string FormatFigure(const BenchmarkFigure& figure);
 // for names ending in "bytes", else "count".
 std::string CounterUnit(const WorkloadResult& workload, std::string_view counter);
 
+// A per-step rate in a series unit, the way the judge writes it in evidence sentences, so a
+// noise floor reads the same in every section: bytes as whole or one-decimal bytes
+// ("1365.3 B/step", "32 B/step", "+16400 B/step" with `sign`), counts likewise ("1/step").
+std::string FormatRate(double per_step, std::string_view unit, bool sign = false);
+
+// The counter whose verdict decided the workload's: the first judged counter whose verdict is
+// the workload's verdict, else the first judged counter that is not PASS; null for a PASS.
+const CounterVerdict* CaughtBy(const WorkloadResult& workload);
+
+// The value of `counter` at the last measured block end (its series sample there), or NaN when
+// the workload has no such series or block end.
+double SteadyValue(const WorkloadResult& workload, std::string_view counter);
+
+// "host.heap_bytes +16400 B/step (noise floor 1365.3 B/step)" for the counter that caught the
+// workload; empty for a PASS.
+std::string GrowthText(const WorkloadResult& workload);
+
+// The first attribution row, the top outstanding owner: "smallest_leak_flag (user, scope none):
+// 112 B in 112 allocations"; empty when nothing is attributed. Not Markdown-escaped.
+std::string TopOwnerText(const WorkloadResult& workload);
+
+// The noise floors of a report, one per noisy counter that has one (the suite calibrates one
+// floor per counter for the whole run): "host.heap_bytes 1365.3 B/step, host.rss_bytes ...";
+// empty when none was calibrated.
+std::string NoiseFloorText(const Report& report);
+
 // How a workload's verdict relates to its expectation; decides badge colours and which workloads
 // get a detail section.
 enum class Outcome {
