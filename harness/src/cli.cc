@@ -1,19 +1,27 @@
-// The `leakbound` command line: list, run, diff, check, render.
+// The `leakbound` command line: list, run, diff, check, render, judge.
 // Exit codes: 0 every expectation met / no regression; 1 a leak where none was expected, a
-// missed zoo entry, or a regression past tolerance; 2 usage or input errors (nothing written).
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+// missed zoo entry, or a regression past tolerance; 2 usage or input errors (nothing written);
+// 3 an internal error; 128 + signal (130 SIGINT, 143 SIGTERM) when `run` or `check` was
+// interrupted: the workloads that finished are written, in a report marked interrupted.
+#include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "leakbound/harness/device_probes.h"
+#include "leakbound/harness/judge.h"
 #include "leakbound/harness/suite.h"
+#include "leakbound/harness/trace.h"
 #include "leakbound/harness/watch_command.h"
 #include "leakbound/reports/diff.h"
 #include "leakbound/reports/html.h"
@@ -35,12 +43,53 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The signal that asked a run to stop (0: none). The handler only stores it; the suite polls it
+// between steps (SuiteOptions::stop) and the command writes what finished.
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
+
+extern "C" void StoreStopSignal(int signal_number) { g_stop_signal.store(signal_number); }
+
+// SIGINT and SIGTERM stop the run gracefully. SA_RESETHAND: a second signal, while the finished
+// workloads are being written, ends the process the default way.
+void InstallStopHandlers() {
+  struct sigaction action {};
+  action.sa_handler = StoreStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
+  for (int signal_number : {SIGINT, SIGTERM}) {
+    if (::sigaction(signal_number, &action, nullptr) != 0) {
+      throw std::runtime_error("cannot install the handler for signal " +
+                               std::to_string(signal_number) + ": " + std::strerror(errno));
+    }
+  }
+}
+
+// 130 for SIGINT, 143 for SIGTERM: the shell's convention for "ended by signal N".
+int InterruptedExitCode() { return 128 + g_stop_signal.load(); }
+
+std::string SignalName(int signal_number) {
+  if (signal_number == SIGINT) return "SIGINT";
+  if (signal_number == SIGTERM) return "SIGTERM";
+  return "signal " + std::to_string(signal_number);
+}
+
+// The one line an interrupted command prints.
+void PrintInterrupted(const char* command, const lb::reports::Report& report,
+                      const fs::path& where) {
+  std::cout << "leakbound " << command << ": interrupted by " << SignalName(g_stop_signal.load())
+            << "; " << report.workloads.size()
+            << (report.workloads.size() == 1 ? " workload" : " workloads")
+            << " finished and written to " << where.string() << " (report marked interrupted)\n";
+}
+
 lb::runtime::Device ParseDevice(const std::string& text) {
   if (text == "cpu") return lb::runtime::Device::Cpu();
   if (text == "cuda") return lb::runtime::Device::Cuda(0);
   if (text.rfind("cuda:", 0) == 0) {
     const std::string index = text.substr(5);
-    if (!index.empty() && index.find_first_not_of("0123456789") == std::string::npos && index.size() < 4) {
+    if (!index.empty() && index.find_first_not_of("0123456789") == std::string::npos &&
+        index.size() < 4) {
       return lb::runtime::Device::Cuda(std::stoi(index));
     }
   }
@@ -105,14 +154,22 @@ struct RunFlags {
 };
 
 void AddRunFlags(CLI::App* cmd, RunFlags& f) {
-  cmd->add_option("--device", f.device, "cpu (the CPU stub), cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--blocks,-b", f.blocks, "measured blocks (>= 2)")->capture_default_str();
-  cmd->add_option("--steps,-n", f.steps, "steps per block (>= 1)")->capture_default_str();
-  cmd->add_option("--warmup,-w", f.warmup,
-                  "warm-up steps, or 'auto': the first block boundary after which exact counters "
-                  "stop changing")
+  cmd->add_option("--device", f.device, "cpu (the CPU stub), cuda or cuda:N")
       ->capture_default_str();
-  cmd->add_option("--blas-threads", f.threads, "OpenBLAS threads for CPU sessions")->capture_default_str();
+  cmd->add_option("--blocks,-b", f.blocks, "measured blocks")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  cmd->add_option("--steps,-n", f.steps, "steps per block")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--warmup,-w", f.warmup,
+                  "warm-up steps in [0, 1000000], or 'auto': the first block boundary after which "
+                  "exact counters stop changing")
+      ->capture_default_str();
+  cmd->add_option("--blas-threads", f.threads,
+                  "OpenBLAS threads for CPU sessions (0: OpenBLAS's own)")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
   cmd->add_option("--seed", f.seed, "seed for workload data, an integer in [0, 2^64)")
       ->capture_default_str();
   cmd->add_flag("--no-calibrate", f.no_calibrate,
@@ -135,7 +192,8 @@ lb::harness::SuiteOptions ToSuiteOptions(const RunFlags& f) {
       if (used != f.warmup.size() || w < 0 || w > 1000000) throw std::out_of_range("");
       o.run.warmup_steps = static_cast<int>(w);
     } catch (const std::exception&) {
-      throw UsageError("--warmup must be 'auto' or a step count in [0, 1000000], got '" + f.warmup + "'");
+      throw UsageError("--warmup must be 'auto' or a step count in [0, 1000000], got '" + f.warmup +
+                       "'");
     }
   }
   if (f.threads < 0 || f.threads > 256) throw UsageError("--blas-threads must be in [0, 256]");
@@ -146,7 +204,8 @@ lb::harness::SuiteOptions ToSuiteOptions(const RunFlags& f) {
     const char* last = first + f.seed.size();
     const auto [end, ec] = std::from_chars(first, last, seed);
     if (f.seed.empty() || ec != std::errc() || end != last) {
-      throw UsageError("--seed must be an integer in [0, 18446744073709551615], got '" + f.seed + "'");
+      throw UsageError("--seed must be an integer in [0, 18446744073709551615], got '" + f.seed +
+                       "'");
     }
     o.run.seed = seed;
   }
@@ -183,27 +242,41 @@ int CmdList(bool json) {
   for (const auto& reg : all) {
     const auto& w = reg.info;
     std::printf("%-*s %-6s %-26s %s%s\n", w0, w.name.c_str(), lb::workloads::KindName(w.kind),
-                lb::reports::ToString(w.expectation).c_str(), w.description.c_str(), w.needs_cuda ? " [cuda only]" : "");
+                lb::reports::ToString(w.expectation).c_str(), w.description.c_str(),
+                w.needs_cuda ? " [cuda only]" : "");
   }
   return kOk;
 }
 
-int CmdRun(const RunFlags& flags, const std::vector<std::string>& names, bool all, const fs::path& out) {
-  if (names.empty() && !all) throw UsageError("name workloads to run, or pass --all (see `leakbound list`)");
+int CmdRun(const RunFlags& flags, const std::vector<std::string>& names, bool all,
+           const fs::path& out, const std::string& trace_out) {
+  if (names.empty() && !all)
+    throw UsageError("name workloads to run, or pass --all (see `leakbound list`)");
   if (!names.empty() && all) throw UsageError("pass either workload names or --all, not both");
   lb::harness::SuiteOptions options = ToSuiteOptions(flags);
   options.workloads = names;
   lb::harness::SelectWorkloads(options);  // names, duplicates, device, schedule: before writing
   lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
-  lb::harness::DeviceClass(options.run.device);  // opens the device: fails before anything is written
+  lb::harness::DeviceClass(
+      options.run.device);  // opens the device: fails before anything is written
   const OutputFolder folder(out);
   EnsureWritableDir(out);
-  const lb::reports::Report report = lb::harness::RunSuite(options);
+  options.stop = &g_stop_signal;
+  lb::harness::TraceFile traces;
+  const lb::reports::Report report = lb::harness::RunSuite(options, &traces);
   WriteReportSet(report, out);
+  // The record the verdicts came from: `leakbound judge trace.json` reproduces them.
+  lb::harness::WriteTraceFileAtomically(traces, out / "trace.json");
+  if (!trace_out.empty()) lb::harness::WriteTraceFileAtomically(traces, trace_out);
+  if (report.meta.interrupted || g_stop_signal.load() != 0) {
+    PrintInterrupted("run", report, out);
+    return InterruptedExitCode();
+  }
   lb::harness::PrintSummary(report, std::cout);
   std::cout << "\n";
   lb::harness::PrintDetectionTable(report, std::cout);
-  std::cout << "\nreports: " << (out / "report.json").string() << ", report.md, report.html\n";
+  std::cout << "\nreports: " << (out / "report.json").string()
+            << ", report.md, report.html, trace.json\n";
   const bool ok = lb::harness::AllExpectationsMet(report);
   if (!ok) std::cout << "RESULT: at least one workload did not meet its expectation\n";
   return ok ? kOk : kFailed;
@@ -228,12 +301,14 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
   std::vector<lb::reports::Report> bases;
   if (!update) {
     if (fs::exists(baselines) && !fs::is_directory(baselines)) {
-      throw UsageError("--baselines " + baselines.string() +
-                       " is a file; pass the folder that holds one <workload>.json per clean workload");
+      throw UsageError(
+          "--baselines " + baselines.string() +
+          " is a file; pass the folder that holds one <workload>.json per clean workload");
     }
     if (!fs::is_directory(baselines)) {
-      throw UsageError("baseline folder " + baselines.string() +
-                       " does not exist; create it with `leakbound check --baselines DIR --update`");
+      throw UsageError(
+          "baseline folder " + baselines.string() +
+          " does not exist; create it with `leakbound check --baselines DIR --update`");
     }
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(baselines))
@@ -248,23 +323,30 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
     const std::string device_class = lb::harness::DeviceClass(options.run.device);
     for (std::size_t i = 0; i < bases.size(); ++i) {
       if (bases[i].meta.device_class != device_class) {
-        throw lb::reports::ReportError(
-            lb::reports::ReportErrorKind::kDeviceClassMismatch, files[i].string(), "$.meta.device_class",
-            files[i].string() + ": baseline is for device class '" + bases[i].meta.device_class +
-                "' but this run is on '" + device_class + "'; use baselines/" + device_class);
+        throw lb::reports::ReportError(lb::reports::ReportErrorKind::kDeviceClassMismatch,
+                                       files[i].string(), "$.meta.device_class",
+                                       files[i].string() + ": baseline is for device class '" +
+                                           bases[i].meta.device_class + "' but this run is on '" +
+                                           device_class + "'; use baselines/" + device_class);
       }
     }
   }
   const OutputFolder folder(out);
   EnsureWritableDir(out);
+  options.stop = &g_stop_signal;
   const lb::reports::Report report = lb::harness::RunSuite(options);
   WriteReportSet(report, out);
-  lb::harness::PrintSummary(report, std::cout);
+  const bool interrupted = report.meta.interrupted || g_stop_signal.load() != 0;
+  if (interrupted && update) {  // a partial run never replaces a baseline
+    PrintInterrupted("check --update", report, out);
+    return InterruptedExitCode();
+  }
+  if (!interrupted) lb::harness::PrintSummary(report, std::cout);
   if (update) {
     if (!lb::harness::AllExpectationsMet(report)) {
       std::cout << "check --update: not every workload met its expectation; the baselines in "
-                << baselines.string() << " were left as they were (see " << (out / "report.md").string()
-                << ")\n";
+                << baselines.string() << " were left as they were (see "
+                << (out / "report.md").string() << ")\n";
       return kFailed;
     }
     EnsureWritableDir(baselines);
@@ -280,41 +362,24 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
     std::cout << "wrote " << written << " baseline reports to " << baselines.string() << "\n";
     return kOk;
   }
-  std::ostringstream md;
-  int regressions = 0;
-  for (const auto& base : bases) {
-    lb::reports::Report fresh;
-    fresh.meta = report.meta;
-    for (const auto& w : report.workloads)
-      for (const auto& bw : base.workloads)
-        if (w.name == bw.name) fresh.workloads.push_back(w);
-    const lb::reports::DiffResult d = lb::reports::DiffReports(base, fresh, tol);
-    regressions += d.regressions;
-    md << d.markdown << "\n";
+  // One document: its first line is the verdict over every baseline (and every clean workload
+  // without one), then the regressions with their evidence, then the full table.
+  const lb::reports::DiffResult d =
+      lb::reports::DiffAgainstBaselines(bases, report, tol, baselines.string());
+  lb::reports::WriteFileAtomically(out / "diff.md", d.markdown);
+  if (interrupted) {
+    PrintInterrupted("check", report, out);
+    return InterruptedExitCode();
   }
-  // A clean workload with no baseline is not checked at all: say so, so it gets one.
-  int unbaselined = 0;
-  for (const auto& w : report.workloads) {
-    if (w.kind != "clean") continue;
-    const bool has_base = std::any_of(bases.begin(), bases.end(), [&](const auto& b) {
-      return std::any_of(b.workloads.begin(), b.workloads.end(),
-                         [&](const auto& bw) { return bw.name == w.name; });
-    });
-    if (has_base) continue;
-    ++unbaselined;
-    md << "**Not checked (fails the check)**: clean workload `" << w.name
-       << "` has no baseline in " << baselines.string() << "; add one with `leakbound check "
-       << "--baselines " << baselines.string() << " --update` (rewrites all) after review.\n\n";
-  }
-  lb::reports::WriteFileAtomically(out / "diff.md", md.str());
-  std::cout << "\n" << md.str();
+  std::cout << "\n" << d.markdown;
   const bool met = lb::harness::AllExpectationsMet(report);
-  std::cout << "check: " << bases.size() << " baselines, " << regressions << " regressions, "
-            << (unbaselined > 0 ? std::to_string(unbaselined) + " clean workloads without a baseline, "
-                                : std::string())
+  std::cout << "check: " << bases.size() << " baselines, " << d.regressions << " regressions, "
+            << (d.unchecked > 0
+                    ? std::to_string(d.unchecked) + " clean workloads without a baseline, "
+                    : std::string())
             << (met ? "every expectation met" : "some expectations NOT met") << "\n";
   // A clean workload nobody baselined would pass CI unguarded: that fails the check too.
-  return regressions == 0 && met && unbaselined == 0 ? kOk : kFailed;
+  return !d.regression && met ? kOk : kFailed;
 }
 
 int CmdRender(const fs::path& input, bool html, bool markdown, const std::string& out) {
@@ -324,16 +389,67 @@ int CmdRender(const fs::path& input, bool html, bool markdown, const std::string
     markdown = ext == ".md";
   }
   if (html == markdown) {
-    throw UsageError("pass exactly one of --html or --markdown (or an --out ending in .html or .md)");
+    throw UsageError(
+        "pass exactly one of --html or --markdown (or an --out ending in .html or .md)");
+  }
+  if (fs::is_directory(input)) {
+    throw UsageError(input.string() + " is a folder; pass the report file inside it, e.g. " +
+                     (input / "report.json").string());
+  }
+  if (!out.empty() && fs::is_directory(out)) {
+    throw UsageError("--out " + out + " is a folder; name the file to write, e.g. " +
+                     (fs::path(out) / (html ? "report.html" : "report.md")).string());
   }
   const lb::reports::Report report = lb::reports::LoadReport(input);
-  const std::string text = html ? lb::reports::RenderHtml(report) : lb::reports::RenderMarkdown(report);
+  const std::string text =
+      html ? lb::reports::RenderHtml(report) : lb::reports::RenderMarkdown(report);
   if (out.empty()) {
     std::cout << text;
   } else {
     lb::reports::WriteFileAtomically(out, text);
   }
   return kOk;
+}
+
+// Re-judges a recorded trace file: the verdicts of a run (or of a GPU run, on a CPU) from the
+// record alone. TraceError (a std::invalid_argument) is an input error: exit 2 in main.
+int CmdJudge(const fs::path& trace_path, const std::string& out) {
+  if (fs::is_directory(trace_path)) {
+    throw UsageError(trace_path.string() + " is a folder; pass the trace file inside it, e.g. " +
+                     (trace_path / "trace.json").string());
+  }
+  const lb::harness::TraceFile file = lb::harness::LoadTraceFile(trace_path);
+  const lb::reports::Report report = lb::harness::JudgeTraceFile(file);
+  if (!out.empty()) {
+    const OutputFolder folder(out);
+    EnsureWritableDir(out);
+    WriteReportSet(report, out);
+  }
+  lb::harness::PrintSummary(report, std::cout);
+  std::cout << "\n";
+  lb::harness::PrintDetectionTable(report, std::cout);
+  if (!out.empty()) {
+    std::cout << "\nreports: " << (fs::path(out) / "report.json").string()
+              << ", report.md, report.html\n";
+  }
+  const bool ok = lb::harness::AllExpectationsMet(report);
+  if (!ok) std::cout << "RESULT: at least one workload did not meet its expectation\n";
+  return ok ? kOk : kFailed;
+}
+
+// "unknown subcommand 'X'; the subcommands are: list, run, ..." for a first argument that names
+// none, before CLI11 would call it an unexpected argument.
+bool RejectUnknownSubcommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  const std::string name = argv[1];
+  std::string known;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == name) return false;
+    known += (known.empty() ? "" : ", ") + sub->get_name();
+  }
+  std::cerr << "leakbound: unknown subcommand '" << name << "'; the subcommands are: " << known
+            << " (see `leakbound --help`)\n";
+  return true;
 }
 
 }  // namespace
@@ -343,9 +459,10 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "watch") {
     return lb::harness::WatchMain(argc - 1, argv + 1);
   }
-  CLI::App app{"leakbound: is device memory bounded across repeated steps? Runs workloads in blocks "
-               "of steps, judges every counter for flatness and return to baseline, and writes "
-               "JSON/Markdown/HTML reports and regression diffs."};
+  CLI::App app{
+      "leakbound: is device memory bounded across repeated steps? Runs workloads in blocks "
+      "of steps, judges every counter for flatness and return to baseline, and writes "
+      "JSON/Markdown/HTML reports and regression diffs."};
   app.require_subcommand(1);
   app.set_version_flag("--version", LEAKBOUND_VERSION);
 
@@ -360,18 +477,28 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run workloads and write report.json/.md/.html");
   run->add_option("workloads", names, "workload names (see `leakbound list`)");
   run->add_flag("--all", all, "run every workload that runs on the device");
-  run->add_option("--out,-o", out_dir, "output folder")->capture_default_str();
+  run->add_option("--out,-o", out_dir, "output folder (report.json/.md/.html and trace.json)")
+      ->capture_default_str();
+  std::string trace_out;
+  run->add_option(
+      "--trace", trace_out,
+      "also write the recorded trace to this file (re-judge it with `leakbound judge`)");
   AddRunFlags(run, run_flags);
 
   std::string base_path, new_path, diff_out;
   lb::reports::DiffTolerance tol;
-  auto* diff = app.add_subcommand("diff", "Markdown regression diff of two reports; exit 1 on a regression");
+  auto* diff =
+      app.add_subcommand("diff", "Markdown regression diff of two reports; exit 1 on a regression");
   diff->add_option("base", base_path, "baseline report.json")->required();
   diff->add_option("new", new_path, "new report.json")->required();
-  diff->add_option("--tolerance", tol.relative, "relative tolerance for memory figures, a fraction: 0.05 = 5%")
-      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
-  diff->add_option("--time-tolerance", tol.step_time_relative, "relative tolerance for step time, a fraction: 0.5 = +50%")
-      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  diff->add_option("--tolerance", tol.relative,
+                   "relative tolerance for memory figures, a fraction: 0.05 = 5%")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  diff->add_option("--time-tolerance", tol.step_time_relative,
+                   "relative tolerance for step time, a fraction: 0.5 = +50%")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   diff->add_option("--out,-o", diff_out, "also write the Markdown to this file");
 
   RunFlags check_flags;
@@ -389,12 +516,16 @@ int main(int argc, char** argv) {
   check->add_option("--out,-o", check_out, "output folder for the fresh reports and diff.md")
       ->capture_default_str();
   check->add_flag("--update", update, "rewrite the baselines from this run instead of diffing");
-  check->add_option("--tolerance", check_tol.relative, "relative tolerance for memory figures, a fraction: 0.05 = 5%")
-      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
-  auto* check_time = check->add_option("--time-tolerance", check_tol.step_time_relative,
-                                       "relative tolerance for step time, e.g. 0.5 = +50% (default: "
-                                       "not compared: baselines come from another machine)")
-                          ->check(CLI::Range(0.0, 1e6));
+  check
+      ->add_option("--tolerance", check_tol.relative,
+                   "relative tolerance for memory figures, a fraction: 0.05 = 5%")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  auto* check_time = check
+                         ->add_option("--time-tolerance", check_tol.step_time_relative,
+                                      "relative tolerance for step time, e.g. 0.5 = +50% (default: "
+                                      "not compared: baselines come from another machine)")
+                         ->check(CLI::Range(0.0, 1e6));
   AddRunFlags(check, check_flags);
 
   std::string render_in, render_out;
@@ -405,6 +536,20 @@ int main(int argc, char** argv) {
   render->add_flag("--markdown", as_md, "Markdown summary");
   render->add_option("--out,-o", render_out, "output file (default: stdout)");
 
+  std::string judge_in, judge_out;
+  auto* judge = app.add_subcommand(
+      "judge",
+      "re-judge a recorded trace.json (from `run`): print the summary and detection "
+      "table, exit 0/1 like run");
+  judge->add_option("trace", judge_in, "trace.json written by `leakbound run`")->required();
+  judge->add_option("--out,-o", judge_out,
+                    "write report.json/.md/.html to this folder (default: print only)");
+
+  // Subcommands defined in their own files register here and set `extra_action` from their
+  // callback, e.g. AddWatchCommand(app, extra_action) from harness/src/watch_command.cc.
+  std::function<int()> extra_action;
+
+  if (RejectUnknownSubcommand(app, argc, argv)) return kUsage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -412,14 +557,17 @@ int main(int argc, char** argv) {
     return code == 0 ? kOk : kUsage;
   }
   try {
+    if (extra_action) return extra_action();
     if (*list) return CmdList(list_json);
-    if (*run) return CmdRun(run_flags, names, all, out_dir);
+    if (*run || *check) InstallStopHandlers();
+    if (*run) return CmdRun(run_flags, names, all, out_dir, trace_out);
     if (*diff) return CmdDiff(base_path, new_path, tol, diff_out);
     if (*check) {
       check_tol.compare_step_time = check_time->count() > 0;
       return CmdCheck(check_flags, baselines, check_out, check_tol, update);
     }
     if (*render) return CmdRender(render_in, as_html, as_md, render_out);
+    if (*judge) return CmdJudge(judge_in, judge_out);
   } catch (const UsageError& e) {
     std::cerr << "leakbound: " << e.what() << "\n";
     return kUsage;

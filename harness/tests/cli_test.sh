@@ -34,6 +34,13 @@ expect 0 "help" -- "$lb" --help
 expect 0 "list" -- "$lb" list
 grep -q "zoo_smallest_leak" "$tmp/out.txt" || { echo "FAIL: list lacks the zoo"; failures=$((failures + 1)); }
 expect 2 "no subcommand" -- "$lb"
+expect 2 "unknown subcommand" -- "$lb" frobnicate --all
+expect_stderr "unknown subcommand 'frobnicate'; the subcommands are: list, run, diff, check, render, judge"
+expect 0 "run --help" -- "$lb" run --help
+grep -q -- "--blocks.*\[2 - 1000\]" "$tmp/out.txt" || { echo "FAIL: run --help does not show the bounds of --blocks"; failures=$((failures + 1)); }
+grep -q -- "--steps.*\[1 - 100000\]" "$tmp/out.txt" || { echo "FAIL: run --help does not show the bounds of --steps"; failures=$((failures + 1)); }
+expect 2 "blocks past the upper bound" -- "$lb" run mlp_sgd --blocks 1001 --out "$tmp/a"
+expect_stderr "1000"
 expect 2 "blocks 0" -- "$lb" run mlp_sgd --blocks 0 --out "$tmp/a"
 expect_stderr "blocks"
 expect 2 "negative steps" -- "$lb" run mlp_sgd --steps -3 --out "$tmp/a"
@@ -77,6 +84,34 @@ done
 ls "$tmp/r" | grep -q '\.tmp' && { echo "FAIL: temp file left behind"; failures=$((failures + 1)); }
 grep -q "detection table" "$tmp/out.txt" || { echo "FAIL: run prints no detection table"; failures=$((failures + 1)); }
 
+[[ -s "$tmp/r/trace.json" ]] || { echo "FAIL: run wrote no trace.json beside report.json"; failures=$((failures + 1)); }
+expect 0 "judge re-judges the run's trace" -- "$lb" judge "$tmp/r/trace.json" --out "$tmp/judged"
+grep -q "detection table" "$tmp/out.txt" || { echo "FAIL: judge prints no detection table"; failures=$((failures + 1)); }
+python3 - "$tmp/r/report.json" "$tmp/judged/report.json" <<'PY' || { echo "FAIL: judge's verdicts differ from run's"; failures=$((failures + 1)); }
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+va = [(w["name"], w["verdict"], w["met_expectation"]) for w in a["workloads"]]
+vb = [(w["name"], w["verdict"], w["met_expectation"]) for w in b["workloads"]]
+assert va == vb, (va, vb)
+PY
+expect 0 "run --trace FILE writes the trace there too" -- "$lb" run mlp_sgd --out "$tmp/rt" --trace "$tmp/extra_trace.json" -q
+[[ -s "$tmp/extra_trace.json" && -s "$tmp/rt/trace.json" ]] || { echo "FAIL: --trace FILE or trace.json missing"; failures=$((failures + 1)); }
+echo '{"not": "a trace"}' >"$tmp/bad_trace.json"
+expect 2 "judge a file that is not a trace" -- "$lb" judge "$tmp/bad_trace.json"
+expect 2 "judge a folder" -- "$lb" judge "$tmp/r"
+expect_stderr "is a folder"
+expect 2 "render a folder" -- "$lb" render "$tmp/r" --html
+expect_stderr "$tmp/r is a folder; pass the report file inside it, e.g. $tmp/r/report.json"
+expect 2 "render --out a folder" -- "$lb" render "$tmp/r/report.json" --html --out "$tmp/r"
+expect_stderr "is a folder; name the file to write"
+python3 - "$tmp/r/report.json" "$tmp/negative.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["workloads"][0]["steady_live_bytes"] = -4096
+json.dump(r, open(sys.argv[2], "w"))
+PY
+expect 2 "a negative steady_live_bytes is refused" -- "$lb" render "$tmp/negative.json" --markdown
+expect_stderr 'steady_live_bytes` is out of range, expected a non-negative number'
 expect 0 "render html" -- "$lb" render "$tmp/r/report.json" --html --out "$tmp/r/again.html"
 grep -q "<svg" "$tmp/r/again.html" || { echo "FAIL: html has no chart"; failures=$((failures + 1)); }
 expect 2 "render needs one format" -- "$lb" render "$tmp/r/report.json"
@@ -123,12 +158,31 @@ PY
   mkdir -p "$tmp/only_sgd"
   cp "$src/baselines/cpu/mlp_sgd.json" "$tmp/only_sgd/"
   expect 1 "check with one baseline fails: the other clean workloads are unguarded" -- "$lb" check --baselines "$tmp/only_sgd" --out "$tmp/check1" -q
-  grep -q "Not checked.*mlp_adam" "$tmp/check1/diff.md" || { echo "FAIL: diff.md does not say mlp_adam went unchecked"; failures=$((failures + 1)); }
+  grep -q "mlp_adam | baseline | none .*Not checked (fails the check)" "$tmp/check1/diff.md" || { echo "FAIL: diff.md does not say mlp_adam went unchecked"; failures=$((failures + 1)); }
   grep -q "step time shown, not compared" "$tmp/check1/diff.md" || { echo "FAIL: diff.md does not say step time is not compared"; failures=$((failures + 1)); }
   expect 2 "check --baselines names a file" -- "$lb" check --baselines "$tmp/only_sgd/mlp_sgd.json" --out "$tmp/check3" -q
   expect_stderr "is a file"
   expect 1 "check fails on a planted regression" -- "$lb" check --baselines "$tmp/planted" --out "$tmp/check2" -q
   grep -q "mlp_adam" "$tmp/check2/diff.md" || { echo "FAIL: diff.md does not name mlp_adam"; failures=$((failures + 1)); }
+  # One document whose first line is the verdict over every baseline: a regression in the second
+  # baseline file (sorted: eval_inside_train.json) is named there, never an "OK" first.
+  mkdir -p "$tmp/planted2"
+  cp "$src/baselines/cpu"/*.json "$tmp/planted2/"
+  python3 - "$tmp/planted2/eval_inside_train.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+r = json.load(open(p))
+for w in r["workloads"]:
+    w["steady_live_bytes"] *= 0.8
+json.dump(r, open(p, "w"))
+PY
+  expect 1 "check fails on a regression in the second baseline" -- "$lb" check --baselines "$tmp/planted2" --out "$tmp/check4" -q
+  head -1 "$tmp/check4/diff.md" | grep -q '^\*\*REGRESSION\*\*: 1 regression in eval_inside_train (steady live), ' \
+    || { echo "FAIL: diff.md line 1 does not name the regression: $(head -1 "$tmp/check4/diff.md")"; failures=$((failures + 1)); }
+  [[ $(grep -c '^\*\*OK\*\*\|^\*\*REGRESSION\*\*' "$tmp/check4/diff.md") -eq 1 ]] \
+    || { echo "FAIL: diff.md has more than one verdict line"; failures=$((failures + 1)); }
+  head -1 "$tmp/check1/diff.md" | grep -q '^\*\*FAIL\*\*: 0 regressions, 8 clean workloads without a baseline' \
+    || { echo "FAIL: diff.md line 1 does not count the unbaselined workloads: $(head -1 "$tmp/check1/diff.md")"; failures=$((failures + 1)); }
 else
   echo "FAIL: no baselines in $src/baselines/cpu"; failures=$((failures + 1))
 fi

@@ -68,7 +68,8 @@ figcaption .unit { color: #6b7280; margin-left: 6px; }
 svg.chart { max-width: 100%; height: auto; display: block; background: #fff; }
 .legend { color: #6b7280; font-size: 12px; margin-top: 4px; }
 .tables table { width: 100%; }
-.tables td:first-child { white-space: nowrap; }
+.tables td:first-child:not(.evidence-row) { white-space: nowrap; }
+.summary td { white-space: nowrap; }
 .tables td.evidence-row { color: #6b7280; font-size: 12.5px; padding-top: 0; border-bottom: 1px solid #e5e7eb; }
 .tables tr.has-evidence td { border-bottom: none; }
 .none { color: #6b7280; font-style: italic; }
@@ -195,16 +196,20 @@ SummaryFigures FiguresOf(const WorkloadResult& workload) {
   figures.growth = caught->verdict == kUnboundedGrowth
                        ? FormatRate(caught->slope_per_step, unit, true)
                        : GrowthText(workload).substr(caught->counter.size() + 1);
-  const double steady = SteadyValue(workload, caught->counter);
+  // Above the counter's baseline at the last block end, like steady_live_bytes (which runtime
+  // live bytes keep as their figure).
+  const double steady = caught->counter == "runtime.live_bytes"
+                            ? workload.steady_live_bytes
+                            : SteadyValue(workload, caught->counter) - caught->baseline;
   if (std::isfinite(steady)) figures.steady = FormatInUnit(steady, unit);
   return figures;
 }
 
 void AppendSummary(const Report& report, std::string& out) {
   out += "<div class=\"scroll\"><table class=\"summary\">";
-  out += HeaderRow({"Workload", "Kind", "Expectation", "Verdict", "Met?", "Caught by", "Growth",
-                    "Steady", "Peak", "Allocs/step", "Step time"},
-                   {false, false, false, false, false, false, true, true, true, true, true});
+  out += HeaderRow({"Workload", "Kind", "Verdict", "Met?", "Caught by", "Growth",
+                    "Steady above baseline", "Peak", "Allocs/step", "Step time"},
+                   {false, false, false, false, false, true, true, true, true, true});
   for (std::size_t i : LeaksFirst(report)) {
     const WorkloadResult& workload = report.workloads[i];
     const SummaryFigures figures = FiguresOf(workload);
@@ -212,9 +217,10 @@ void AppendSummary(const Report& report, std::string& out) {
     out += Cell("<a href=\"#w" + std::to_string(i) + "\"><code>" + EscapeHtml(workload.name) +
                 "</code></a>");
     out += Cell(EscapeHtml(workload.kind));
-    out += Cell(EscapeHtml(ToString(workload.expectation)));
     out += Cell(Badge(BadgeClass(WorkloadOutcome(workload)), ToString(workload.verdict)));
-    out += Cell(workload.met_expectation ? "yes" : "<strong>no</strong>");
+    out += Cell(workload.met_expectation ? std::string("yes")
+                                         : "<strong>no</strong>, expected " +
+                                               EscapeHtml(ToString(workload.expectation)));
     out += Cell(figures.counter.empty() ? std::string("-")
                                         : "<code>" + EscapeHtml(figures.counter) + "</code>");
     out += Cell(EscapeHtml(figures.growth), true);

@@ -82,7 +82,7 @@ TEST(ReportHtmlTest, OneChartPerSeries_AndTheSummaryTable) {
   for (const WorkloadResult& workload : report.workloads) series += workload.series.size();
   EXPECT_EQ(CountOf(html, "<svg class=\"chart\""), series);
   EXPECT_EQ(CountOf(html, "<section class=\"card "), report.workloads.size());
-  EXPECT_NE(html.find("<td><a href=\"#w0\"><code>mlp_sgd</code></a></td><td>clean</td><td>PASS</td>"
+  EXPECT_NE(html.find("<td><a href=\"#w0\"><code>mlp_sgd</code></a></td><td>clean</td>"
                       "<td><span class=\"badge pass\">PASS</span></td><td>yes</td><td>-</td>"
                       "<td class=\"num\">-</td><td class=\"num\">1.50 MiB</td>"
                       "<td class=\"num\">2.00 MiB</td>"
@@ -143,6 +143,8 @@ TEST(ReportHtmlTest, Summary_ShowsTheCounterThatCaughtALeakAndItsRate) {
   const std::string html = RenderHtml(testing::MakeSampleReport());
   EXPECT_NE(html.find("<td><code>runtime.live_bytes</code></td><td class=\"num\">+65536 B/step"
                       "</td><td class=\"num\">3.81 MiB</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td><strong>no</strong>, expected not-returned-to-baseline</td>"),
             std::string::npos);
   EXPECT_NE(html.find("<p class=\"caught\">Caught by <b>runtime.live_bytes +65536 B/step</b> "
                       "&middot; top outstanding: matmul (value, scope manual): 3.00 MiB in 48 "
