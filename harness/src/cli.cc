@@ -80,7 +80,10 @@ void PrintInterrupted(const char* command, const lb::reports::Report& report,
   std::cout << "leakbound " << command << ": interrupted by " << SignalName(g_stop_signal.load())
             << "; " << report.workloads.size()
             << (report.workloads.size() == 1 ? " workload" : " workloads")
-            << " finished and written to " << where.string() << " (report marked interrupted)\n";
+            << " finished and written to " << where.string()
+            << (report.meta.interrupted
+                    ? " (report marked interrupted)\n"
+                    : " (the signal came after the last one: report complete)\n");
 }
 
 lb::runtime::Device ParseDevice(const std::string& text) {
