@@ -5,6 +5,7 @@
 # is not counting in this build); one listed as pending below may pass, and is noted.
 #   1. cmake --install into a temporary prefix, the example built with find_package(leakbound);
 #      the example is also compiled by hand with pkg-config (leakbound-gtest.pc).
+#      The same tree as a Debian package (cpack -G DEB), unpacked, and the example built on it.
 #   2. the example built with leakbound as a subproject through FetchContent (local SOURCE_DIR:
 #      no network), which builds leakbound's libraries again (no tests, no CLI, CUDA off).
 # Usage: ci/consumer.sh [BUILD_DIR]. With a configured BUILD_DIR (ci/test.sh passes build/default)
@@ -109,6 +110,21 @@ else
   failures+=("pkg-config: the example does not build with pkg-config --cflags --libs leakbound-gtest")
 fi
 
+# --- the Debian package (cpack -G DEB) of the same install tree: its files, unpacked with
+# dpkg-deb -x (not installed into this machine's /usr), serve as the example's prefix.
+start=$(now)
+if cpack -G DEB -B "$work/deb" --config "$build/CPackConfig.cmake" >"$work/deb.log" 2>&1 &&
+   deb=$(ls "$work"/deb/leakbound_*.deb) && dpkg-deb -x "$deb" "$work/deb-root" &&
+   cmake -S examples/consumer -B "$work/deb-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DCMAKE_PREFIX_PATH="$work/deb-root/usr" >>"$work/deb.log" 2>&1 &&
+   cmake --build "$work/deb-build" -j "$jobs" >>"$work/deb.log" 2>&1; then
+  echo "[deb] $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB) packed, unpacked and built against in $(elapsed "$start") s"
+  check_tests deb "$work/deb-build/consumer_tests"
+else
+  cat "$work/deb.log"
+  failures+=("deb: cpack -G DEB or the example built against the package failed")
+fi
+
 # --- 2. FetchContent (leakbound's libraries are built again, as a subproject).
 start=$(now)
 cmake -S examples/consumer -B "$work/fetchcontent" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -135,4 +151,4 @@ if ((${#failures[@]})); then
   echo "consumer: ${#failures[@]} check(s) FAILED ($summary)"
   exit 1
 fi
-echo "consumer: find_package, pkg-config and FetchContent OK: clean tests pass, leaking tests fail with the class; ${#notes[@]} note(s) ($summary)"
+echo "consumer: find_package, pkg-config, deb and FetchContent OK: clean tests pass, leaking tests fail with the class; ${#notes[@]} note(s) ($summary)"

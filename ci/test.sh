@@ -59,36 +59,42 @@ run_build() {  # run_build NAME PRESET "TARGETS (empty: all)" CTEST_ARGS...
   return "$rc"
 }
 
+# run_step NAME WHAT LOG SUMMARISE COMMAND...: runs COMMAND with its output in build/LOG; the
+# summary line is what SUMMARISE (a function of the log's path) prints, and the time taken, or
+# FAILED after showing the log's tail.
+run_step() {
+  local name=$1 what=$2 log=$root/build/$3 summarise=$4
+  shift 4
+  local start=$SECONDS
+  echo "=== [$name] $what"
+  if "$@" >"$log" 2>&1; then
+    summary+=("[$name] $("$summarise" "$log")($((SECONDS - start)) s)")
+  else
+    tail -40 "$log"
+    summary+=("[$name] FAILED ($((SECONDS - start)) s): $(tail -1 "$log"); see ${log#"$root"/}")
+    return 1
+  fi
+}
+
 mkdir -p build
 status=0
 run_build "default" default "" || status=1
 
 # leakbound as a dependency, from the default build (nothing of leakbound is compiled again but
 # for the FetchContent route, which must build it as a subproject).
-consumer_start=$SECONDS
-echo "=== [consumer] install + find_package, pkg-config, FetchContent (examples/consumer)"
-if bash ci/consumer.sh "$root/build/default" >"$root/build/consumer.log" 2>&1; then
-  summary+=("[consumer] $(tail -1 "$root/build/consumer.log") ($((SECONDS - consumer_start)) s)")
-else
-  tail -40 "$root/build/consumer.log"
-  summary+=("[consumer] FAILED ($((SECONDS - consumer_start)) s): $(tail -1 "$root/build/consumer.log"); see build/consumer.log")
-  status=1
-fi
+consumer_summary() { echo "$(tail -1 "$1" | sed "s/^consumer: //") "; }
+run_step consumer "install + find_package, pkg-config, FetchContent (examples/consumer)" \
+  consumer.log consumer_summary bash ci/consumer.sh "$root/build/default" || status=1
 grep -E '^\[|^note:' "$root/build/consumer.log" || true
+
 run_build "asan+ubsan" asan "" -E "TwentyRepeated" || status=1
 # TSan: only the binaries with concurrency tests are built; -R picks those tests.
 run_build "tsan" tsan "runtime_tests reliability_tests workloads_tests" \
   -R "Thread|Concurren|threaded|Eight" || status=1
 
-fuzz_start=$SECONDS
-echo "=== [fuzz] report parsing, rendering, diffing"
-if bash ci/fuzz.sh "${LEAKBOUND_FUZZ_SECONDS:-45}" >"$root/build/fuzz.log" 2>&1; then
-  summary+=("[fuzz] $(grep -E '^fuzz: (Done|regressions)' "$root/build/fuzz.log" | tr '\n' ' ')($((SECONDS - fuzz_start)) s)")
-else
-  tail -30 "$root/build/fuzz.log"
-  summary+=("[fuzz] FAILED ($((SECONDS - fuzz_start)) s): see build/fuzz.log")
-  status=1
-fi
+fuzz_summary() { echo "$(grep -E '^fuzz: (Done|regressions)' "$1" | tr '\n' ' ')"; }
+run_step fuzz "report parsing, rendering, diffing" fuzz.log fuzz_summary \
+  bash ci/fuzz.sh "${LEAKBOUND_FUZZ_SECONDS:-45}" || status=1
 
 echo
 echo "=== summary"

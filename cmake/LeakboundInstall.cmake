@@ -152,3 +152,19 @@ if(TARGET leakbound_gtest)
   install(FILES ${PROJECT_BINARY_DIR}/leakbound-gtest.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endif()
+
+# Debian package of the same install tree: `cpack -G DEB --config <build>/CPackConfig.cmake`
+# (ci/consumer.sh builds it and the example against its contents).
+set(CPACK_PACKAGE_NAME leakbound)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "Memory-leak stress harness for eager ML runtimes, with a reference tape runtime")
+set(CPACK_PACKAGE_CONTACT "leakbound maintainers")
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+# What the exported link interface and the headers need (CUDA builds also need the toolkit).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas-dev, nlohmann-json3-dev, pkg-config")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libgtest-dev")
+include(CPack)
