@@ -8,7 +8,8 @@
 #   4. libFuzzer (clang): report parsing, rendering and diffing for a bounded time
 #      (LEAKBOUND_FUZZ_SECONDS, default 45), after replaying the saved regressions.
 #   5. consumer (ci/consumer.sh): the default build installed into a temporary prefix and
-#      examples/consumer built against it (find_package, pkg-config), then through FetchContent.
+#      examples/consumer built against it (find_package, pkg-config, the .deb), then through
+#      FetchContent.
 # Prints each build's test count, ctest's summary and the skipped tests with their reasons; exits
 # non-zero when any test fails.
 set -euo pipefail
@@ -82,8 +83,9 @@ run_build "default" default "" || status=1
 
 # leakbound as a dependency, from the default build (nothing of leakbound is compiled again but
 # for the FetchContent route, which must build it as a subproject).
-consumer_summary() { echo "$(tail -1 "$1" | sed "s/^consumer: //") "; }
-run_step consumer "install + find_package, pkg-config, FetchContent (examples/consumer)" \
+# shellcheck disable=SC2317  # called through run_step
+consumer_summary() { tail -1 "$1" | sed 's/^consumer: //; s/$/ /'; }
+run_step consumer "install + find_package, pkg-config, .deb, FetchContent (examples/consumer)" \
   consumer.log consumer_summary bash ci/consumer.sh "$root/build/default" || status=1
 grep -E '^\[|^note:' "$root/build/consumer.log" || true
 
@@ -92,7 +94,8 @@ run_build "asan+ubsan" asan "" -E "TwentyRepeated" || status=1
 run_build "tsan" tsan "runtime_tests reliability_tests workloads_tests" \
   -R "Thread|Concurren|threaded|Eight" || status=1
 
-fuzz_summary() { echo "$(grep -E '^fuzz: (Done|regressions)' "$1" | tr '\n' ' ')"; }
+# shellcheck disable=SC2317  # called through run_step
+fuzz_summary() { grep -E '^fuzz: (Done|regressions)' "$1" | tr '\n' ' '; }
 run_step fuzz "report parsing, rendering, diffing" fuzz.log fuzz_summary \
   bash ci/fuzz.sh "${LEAKBOUND_FUZZ_SECONDS:-45}" || status=1
 
