@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, then builds and tests four configurations:
+# The test command: installs what is missing, then builds and tests in five steps:
 #   1. default (Release, CUDA backend and CUPTI observer when the toolkit is found): every test;
 #      device tests skip with their reason on a machine without a GPU.
 #   2. ASan+UBSan (CPU stub): every test except the long stress repetitions.
