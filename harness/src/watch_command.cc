@@ -123,6 +123,10 @@ Parsed Parse(int argc, char** argv) {
     parsed.help_only = true;
     return parsed;
   } catch (const CLI::ParseError& e) {
+    if (split == argc) {
+      throw WatchUsageError(std::string(e.what()) + "; no command: put the program after `--`, "
+                            "e.g. `leakbound watch -- ./my_loop 1000`");
+    }
     throw WatchUsageError(e.what());
   }
   if (split >= argc - 1) {

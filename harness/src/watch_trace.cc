@@ -188,12 +188,13 @@ Trace BuildWatchTrace(const WatchRecording& recording, const WatchOptions& optio
   trace.warmup_steps = samples - blocks * per_block;  // the remainder goes to warm-up
   trace.warmup_detected = detected;
   // A program's exit is not a teardown and its start is not a setup (interpreters build their
-  // world before the first step and leave it to the OS at exit), so "baseline" is the state at
-  // the end of warm-up and "final" the last sample: returned to baseline means the measured
-  // blocks ended where they began. docs/watch.md, "Verdicts of a foreign trace".
+  // world before the first step, fill free lists and caches once, and leave it all to the OS at
+  // exit), so a watched trace has no baseline to return to: baseline and final are both the last
+  // sample, return-to-baseline is vacuous, and memory is judged on growth across blocks only.
+  // A one-time rise stays visible in the series and the peak. docs/watch.md, "Verdicts".
   for (TraceCounter& c : trace.counters) {
     if (!c.judged) continue;
-    c.baseline = c.values[trace.warmup_steps - (trace.warmup_steps > 0 ? 1 : 0)];
+    c.baseline = c.values.back();
     c.final_value = c.values.back();
   }
   AddOutstanding(recording, trace);

@@ -262,17 +262,22 @@ LB_EXPORT void* mremap(void* old_address, size_t old_length, size_t new_length, 
 
 uint64_t LeakboundMappedBytes(void) { return atomic_load(&g_mapped_bytes); }
 
-/* As watch/heap's glibc front end: the hooks receive the process's allocations only if this
- * library precedes libc in the symbol search order (LD_PRELOAD puts it first). */
-extern void* leakbound_preload_own_malloc(size_t)
-    __attribute__((alias("malloc"), visibility("hidden")));
-
+/* The hooks receive the process's allocations only if this library precedes libc in the symbol
+ * search order (LD_PRELOAD puts it first). Checked by effect, not by address: in a non-PIE
+ * executable that takes malloc's address (Debian's python3), &malloc is the executable's
+ * canonical PLT stub, which forwards here, so comparing addresses would wrongly say "not ours". */
 __attribute__((constructor(102))) static void InitPreloadFrontEnd(void) {
   /* The core's own allocation table (mmap'd in its constructor) is not the program's. */
   for (int i = 0; i < kMaps; ++i) atomic_store(&g_maps[i].start, 0);
   atomic_store(&g_mapped_bytes, 0);
   void* (*volatile process_malloc)(size_t) = &malloc;
-  if (process_malloc == &leakbound_preload_own_malloc) {
+  void (*volatile process_free)(void*) = &free;
+  void* probe = process_malloc(24);
+  LeakboundHeapTaken taken = LeakboundHeapTake(probe);
+  int ours = taken.found;
+  LeakboundHeapPutBack(probe, taken);
+  process_free(probe);
+  if (ours) {
     LeakboundHeapSetFrontEnd("preload", NULL);
   } else {
     LeakboundHeapSetFrontEnd("preload",

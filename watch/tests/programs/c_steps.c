@@ -1,7 +1,9 @@
 /* A C program watched by the watch tests: `c_steps MODE STEPS`. Marks a step with
  * leakbound/watch/step.h after each iteration. Modes: leak (24 bytes kept per step), clean
  * (random sizes, all freed), crash (SIGSEGV after STEPS steps), hang (waits for a signal after
- * STEPS steps), fork (a child allocates and steps too: it must not be followed), nomark. */
+ * STEPS steps), fork (a child allocates and steps too: it must not be followed), nomark (no
+ * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval). */
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@ static void Work(unsigned* seed) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: c_steps leak|clean|crash|hang|fork|nomark STEPS\n");
+    fprintf(stderr, "usage: c_steps leak|clean|crash|hang|fork|nomark|timer-leak|timer-clean STEPS\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -33,7 +35,12 @@ int main(int argc, char** argv) {
   void** kept = calloc((size_t)steps + 1, sizeof(void*));
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
-    if (strcmp(mode, "leak") == 0) kept[step] = malloc(24);
+    if (strcmp(mode, "leak") == 0 || strcmp(mode, "timer-leak") == 0) kept[step] = malloc(24);
+    if (strncmp(mode, "timer-", 6) == 0) {
+      struct timespec pause_time = {0, 2000000};
+      nanosleep(&pause_time, NULL);
+      continue;
+    }
     if (strcmp(mode, "fork") == 0 && step == steps / 2) {
       pid_t child = fork();
       if (child == 0) {

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# One `leakbound watch` case per call (watch/tests/CMakeLists.txt): runs a real program under
+# watch and asserts the exit code, the verdict and the counter that caught it, from report.json.
+# Usage: watch_test.sh CASE LEAKBOUND C_STEPS PROGRAMS_DIR OUT_ROOT. Exit 77: skipped.
+set -u
+case_name=$1 leakbound=$2 c_steps=$3 programs=$4 out_root=$5
+out=$out_root/$case_name
+rm -rf "$out"
+mkdir -p "$out_root"
+python=/usr/bin/python3
+
+fail() { echo "FAIL [$case_name]: $*" >&2; [ -f "$out/report.md" ] && sed -n '1,80p' "$out/report.md" >&2; exit 1; }
+
+# watch_expect RC ARGS...: runs watch, checks its exit code.
+watch_expect() {
+  local want=$1; shift
+  "$leakbound" watch --out "$out" "$@" >"$out_root/$case_name.stdout" 2>"$out_root/$case_name.stderr"
+  local got=$?
+  [ "$got" = "$want" ] || { cat "$out_root/$case_name.stdout" "$out_root/$case_name.stderr" >&2; fail "exit $got, want $want"; }
+}
+
+# report_field EXPR: a value from report.json (python3 on PATH, any interpreter).
+report_field() {
+  python3 -c "import json,sys; r=json.load(open('$out/report.json')); w=r['workloads'][0]; print($1)"
+}
+
+expect_verdict() {  # VERDICT [COUNTER]
+  local verdict
+  verdict=$(report_field "w['verdict']")
+  [ "$verdict" = "$1" ] || fail "verdict $verdict, want $1"
+  if [ $# -ge 2 ]; then
+    local counter
+    counter=$(report_field "[c['verdict'] for c in w['counters'] if c['counter']=='$2'][0]")
+    [ "$counter" = "$1" ] || fail "$2 is $counter, want $1"
+  fi
+}
+
+expect_nothing_written() {
+  [ ! -e "$out" ] || fail "$out was left behind by a refused command"
+}
+
+need_torch() {
+  "$python" -c "import torch" 2>/dev/null || { echo "SKIP: $python has no torch (apt-get install python3-torch)"; exit 77; }
+}
+
+torch_case() {  # RC VERDICT BUG MARKER [watch flags]
+  need_torch
+  local rc=$1 verdict=$2 bug=$3 marker=$4; shift 4
+  watch_expect "$rc" "$@" -- "$python" "$programs/torch_mlp.py" "$bug" "$marker" 300
+  expect_verdict "$verdict" host.heap_bytes
+}
+
+case $case_name in
+  c_leak)
+    watch_expect 1 -- "$c_steps" leak 200
+    expect_verdict unbounded-growth host.heap_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    [ "$slope" = "24.0" ] || fail "host.heap_bytes slope $slope, want exactly 24.0 bytes/step"
+    site=$(report_field "w['attribution'][0]['op'] if w['attribution'] else ''")
+    [[ "$site" == watch_c_steps* ]] || fail "first call site '$site', want one in watch_c_steps"
+    ;;
+  c_clean)
+    watch_expect 0 -- "$c_steps" clean 200
+    expect_verdict PASS host.heap_bytes
+    report_field "w['attribution']" | grep -qx '\[\]' || fail "a clean program has attributed sites"
+    ;;
+  c_crash)
+    watch_expect 5 -- "$c_steps" crash 40
+    expect_verdict error
+    report_field "w['evidence']" | grep -q "SIGSEGV after 40 steps" || fail "evidence does not name SIGSEGV"
+    ;;
+  c_killed)
+    "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
+    watcher=$!
+    for _ in $(seq 100); do child=$(pgrep -P $watcher) && break; sleep 0.05; done
+    sleep 0.3
+    kill -KILL "$child"
+    wait $watcher; got=$?
+    [ $got = 5 ] || fail "exit $got, want 5 (the program failed)"
+    expect_verdict error
+    report_field "w['evidence']" | grep -q "killed by SIGKILL" || fail "evidence does not name SIGKILL"
+    ;;
+  c_interrupted)
+    "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
+    watcher=$!
+    for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
+    sleep 0.3
+    kill -INT $watcher
+    wait $watcher; got=$?
+    [ $got = 130 ] || fail "exit $got, want 130"
+    [ "$(report_field "r['meta']['interrupted']")" = True ] || fail "report not marked interrupted"
+    # 40 steps arrived before the signal: enough blocks, so Judge judges them (a leak-free hang).
+    expect_verdict PASS host.heap_bytes
+    report_field "w['description']" | grep -q "killed by SIGINT (forwarded by watch)" || fail "the ending is not in the report"
+    ;;
+  c_too_few)
+    watch_expect 4 -- "$c_steps" clean 5
+    expect_verdict inconclusive
+    report_field "w['evidence']" | grep -q "only 5 steps arrived; judging needs at least 16" || fail "evidence does not say what is needed"
+    ;;
+  c_no_marker)
+    watch_expect 4 -- "$c_steps" nomark 100
+    report_field "w['evidence']" | grep -q "only 0 steps arrived" || fail "evidence does not say no step arrived"
+    ;;
+  c_fork)
+    watch_expect 0 -- "$c_steps" fork 200
+    expect_verdict PASS host.heap_bytes
+    report_field "w['description']" | grep -q "forked 1 time" || fail "the fork is not reported"
+    ;;
+  cli_no_command)
+    watch_expect 2 -- 
+    expect_nothing_written
+    watch_expect 2 "$c_steps" leak 10
+    expect_nothing_written
+    grep -q "no command" "$out_root/$case_name.stderr" || fail "message does not say what is missing"
+    ;;
+  cli_not_found)
+    watch_expect 2 -- /nonexistent/program
+    expect_nothing_written
+    watch_expect 2 -- leakbound-no-such-command-xyz
+    expect_nothing_written
+    grep -q "not found in PATH" "$out_root/$case_name.stderr" || fail "message does not say not found"
+    ;;
+  cli_bad_values)
+    for args in "--interval 20" "--interval 5parsecs" "--interval 1us" "--blocks 1" "--warmup x" \
+                "--step-on nodots" "--step-on a.b --interval 20ms"; do
+      # shellcheck disable=SC2086
+      watch_expect 2 $args -- "$c_steps" clean 10
+      expect_nothing_written
+    done
+    "$leakbound" watch --help | grep -q "Exit codes" || fail "--help has no exit codes"
+    ;;
+  interval_leak)
+    watch_expect 1 --interval 20ms -- "$c_steps" timer-leak 1500
+    expect_verdict unbounded-growth host.heap_bytes
+    ;;
+  interval_clean)
+    watch_expect 0 --interval 20ms -- "$c_steps" timer-clean 1500
+    expect_verdict PASS host.heap_bytes
+    ;;
+  torch_clean_step_on) torch_case 0 PASS clean step_on --step-on torch.optim.Optimizer.step ;;
+  torch_sum_loss_step_on) torch_case 1 unbounded-growth sum_loss step_on --step-on torch.optim.Optimizer.step ;;
+  torch_clean_call) torch_case 0 PASS clean call ;;
+  torch_keep_outputs_call) torch_case 1 unbounded-growth keep_outputs call ;;
+  torch_clean_with) torch_case 0 PASS clean with ;;
+  torch_hook_per_step_with) torch_case 1 unbounded-growth hook_per_step with ;;
+  torch_step_on_unresolved)
+    need_torch
+    watch_expect 4 --step-on torch.optim.NoSuchOptimizer.step -- "$python" "$programs/torch_mlp.py" clean step_on 20
+    report_field "w['evidence'] + w['description']" | grep -q "never resolved" || fail "the report does not say the name never resolved"
+    ;;
+  *) echo "unknown case $case_name" >&2; exit 2 ;;
+esac
+echo "ok [$case_name]"
