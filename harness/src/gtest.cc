@@ -2,6 +2,7 @@
 #include "leakbound/harness/gtest.h"
 
 #include <sstream>
+#include <stdexcept>
 
 #include "leakbound/reports/format.h"
 
@@ -11,7 +12,13 @@ namespace {
 class Adapter final : public workloads::Workload {
  public:
   explicit Adapter(const LambdaWorkload& w) : w_(w) {}
-  void Setup(const workloads::WorkloadContext&) override { w_.setup(); }
+  void Setup(const workloads::WorkloadContext& context) override {
+    if (w_.setup_with_context) {
+      w_.setup_with_context(context);
+    } else {
+      w_.setup();
+    }
+  }
   void Step(std::int64_t step) override { w_.step(step); }
   void Teardown() override { w_.teardown(); }
   std::vector<runtime::EagerSession*> Sessions() override { return w_.sessions(); }
@@ -45,24 +52,37 @@ std::string Explain(const reports::WorkloadResult& r) {
   return out.str();
 }
 
-::testing::AssertionResult IsLeakBound(const std::string& workload_name, const RunOptions& options) {
+reports::WorkloadResult RunLeakCheck(const std::string& workload_name, const RunOptions& options) {
   const workloads::Registration* reg = workloads::FindWorkload(workload_name);
   if (reg == nullptr) {
-    return ::testing::AssertionFailure() << "unknown workload '" << workload_name << "'";
+    throw std::invalid_argument("unknown workload '" + workload_name +
+                                "' (see `leakbound list`)");
   }
   workloads::Registration clean = *reg;
   clean.info.expectation = reports::kPass;
-  return ToAssertion(Runner(options).Run(clean));
+  return Runner(options).Run(clean);
 }
 
-::testing::AssertionResult IsLeakBound(const LambdaWorkload& workload, const RunOptions& options) {
+reports::WorkloadResult RunLeakCheck(const LambdaWorkload& workload, const RunOptions& options) {
   workloads::Registration reg;
   reg.info.name = workload.name;
   reg.info.description = "user workload";
   reg.info.kind = workloads::Kind::kClean;
   reg.info.expectation = reports::kPass;
+  reg.info.period_steps = workload.period_steps;
   reg.make = [&workload] { return std::make_unique<Adapter>(workload); };
-  return ToAssertion(Runner(options).Run(reg));
+  return Runner(options).Run(reg);
+}
+
+::testing::AssertionResult IsLeakBound(const std::string& workload_name, const RunOptions& options) {
+  if (workloads::FindWorkload(workload_name) == nullptr) {
+    return ::testing::AssertionFailure() << "unknown workload '" << workload_name << "'";
+  }
+  return ToAssertion(RunLeakCheck(workload_name, options));
+}
+
+::testing::AssertionResult IsLeakBound(const LambdaWorkload& workload, const RunOptions& options) {
+  return ToAssertion(RunLeakCheck(workload, options));
 }
 
 }  // namespace leakbound::harness

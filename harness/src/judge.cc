@@ -1,1 +1,363 @@
-// Judge: Trace -> WorkloadResult (placeholder until the record/judge split lands).
+// Judge: the verdict of one Trace, computed from the trace alone (docs/verdicts.md). Derived
+// counters are computed here, once, and only from probes that were active: a reconciliation of
+// the CUPTI ledger against the runtime when CUPTI saw the run, the block-end classification of
+// the ledger (allocator bypass, library handles, pool fragmentation) through cupti/classify.h.
+#include "leakbound/harness/judge.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+
+#include "leakbound/harness/cupti/classify.h"
+#include "leakbound/harness/cupti/observer.h"
+
+namespace leakbound::harness {
+namespace {
+
+using reports::VerdictClass;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+bool ProbeActive(const Trace& trace, const std::string& probe) {
+  for (const ProbeState& p : trace.probes)
+    if (p.name == probe) return p.active();
+  return false;
+}
+
+std::string ProbeStateOf(const Trace& trace, const std::string& probe) {
+  for (const ProbeState& p : trace.probes)
+    if (p.name == probe) return p.state;
+  return "not recorded";
+}
+
+// The CUPTI ledger as its counters recorded it at sample i (bucket bytes and pool reserve; the
+// per-bucket allocation counts are not sampled, so the ledger's total stands in for the device
+// bucket's).
+cupti::LedgerSnapshot LedgerAt(const Trace& trace, std::size_t i, bool baseline, bool final) {
+  cupti::LedgerSnapshot s;
+  auto value = [&](const char* name) -> std::uint64_t {
+    const TraceCounter* c = trace.Find(name);
+    if (c == nullptr) return 0;
+    const double v = baseline ? c->baseline : final ? c->final_value : c->values[i];
+    return v > 0 ? static_cast<std::uint64_t>(v) : 0;
+  };
+  auto set = [&](cupti::MemoryBucket bucket, std::uint64_t bytes) {
+    s.buckets[static_cast<std::size_t>(bucket)].live_bytes = bytes;
+  };
+  set(cupti::MemoryBucket::kDevice, value(cupti::kDeviceBytesCounter));
+  set(cupti::MemoryBucket::kPool, value(cupti::kPoolBytesCounter));
+  set(cupti::MemoryBucket::kStatic, value(cupti::kStaticBytesCounter));
+  set(cupti::MemoryBucket::kManaged, value(cupti::kManagedBytesCounter));
+  set(cupti::MemoryBucket::kPinnedHost, value(cupti::kPinnedBytesCounter));
+  s.buckets[static_cast<std::size_t>(cupti::MemoryBucket::kDevice)].live_allocations =
+      value(cupti::kLiveAllocationsCounter);
+  s.pool_reserved_bytes = value(cupti::kPoolReservedBytesCounter);
+  s.pool_utilized_bytes = value(cupti::kPoolBytesCounter);
+  for (const auto& b : s.buckets) {
+    s.live_bytes += b.live_bytes;
+    s.live_allocations += b.live_allocations;
+  }
+  return s;
+}
+
+std::uint64_t NonNegative(double v) { return v > 0 ? static_cast<std::uint64_t>(v) : 0; }
+
+// Reconciliation: ledger device-resident bytes minus the runtime's live bytes, per sample, as a
+// derived exact counter. Only when CUPTI was active and the runtime counter exists.
+std::optional<TraceCounter> Reconciliation(const Trace& trace) {
+  const TraceCounter* runtime_live = trace.Find("runtime.live_bytes");
+  if (!ProbeActive(trace, "cupti") || runtime_live == nullptr ||
+      trace.Find(cupti::kDeviceBytesCounter) == nullptr) {
+    return std::nullopt;
+  }
+  const std::size_t n = runtime_live->values.size();
+  std::vector<cupti::LedgerSnapshot> snapshots;
+  std::vector<std::uint64_t> runtime;
+  snapshots.reserve(n + 2);
+  snapshots.push_back(LedgerAt(trace, 0, true, false));
+  runtime.push_back(NonNegative(runtime_live->baseline));
+  for (std::size_t i = 0; i < n; ++i) {
+    snapshots.push_back(LedgerAt(trace, i, false, false));
+    runtime.push_back(NonNegative(runtime_live->values[i]));
+  }
+  snapshots.push_back(LedgerAt(trace, 0, false, true));
+  runtime.push_back(NonNegative(runtime_live->final_value));
+  const cupti::Reconciliation r =
+      cupti::Reconcile(snapshots, runtime, static_cast<std::size_t>(trace.warmup_steps) + 1);
+  TraceCounter c;
+  c.name = "reconcile.owned_by_others_bytes";
+  c.unit = "bytes";
+  c.exact = true;
+  c.judged = true;
+  c.probe = "cupti";
+  c.baseline = static_cast<double>(r.owned_by_others_bytes.front());
+  c.final_value = static_cast<double>(r.owned_by_others_bytes.back());
+  for (std::size_t i = 1; i + 1 < r.owned_by_others_bytes.size(); ++i) {
+    c.values.push_back(static_cast<double>(r.owned_by_others_bytes[i]));
+  }
+  return c;
+}
+
+CounterInfo InfoOf(const TraceCounter& c) { return {c.name, c.unit, c.exact, c.judged, false}; }
+
+std::vector<reports::Attribution> Attribute(const Trace& trace) {
+  std::vector<reports::Attribution> grew, steady;
+  if (trace.outstanding.empty()) return grew;
+  const OutstandingSnapshot& first = trace.outstanding.front();
+  const OutstandingSnapshot& last = trace.outstanding.back();
+  auto key = [](const OutstandingRow& r) { return std::tie(r.op, r.role, r.scope); };
+  for (const OutstandingRow& row : last.rows) {
+    reports::Attribution a;
+    a.op = row.op;
+    a.role = row.role;
+    a.scope = row.scope;
+    a.bytes = row.bytes;
+    a.allocations = row.allocations;
+    // Ages in steps at the last block end: an allocation made in step s is (end - s) steps old.
+    a.oldest_age_steps = last.step - std::max<std::int64_t>(row.oldest_step, 0);
+    a.newest_age_steps = last.step - std::max<std::int64_t>(row.newest_step, 0);
+    const auto it = std::find_if(first.rows.begin(), first.rows.end(),
+                                 [&](const OutstandingRow& r) { return key(r) == key(row); });
+    const bool grown = it == first.rows.end() ? row.bytes > 0 : row.bytes > it->bytes;
+    (grown ? grew : steady).push_back(a);
+  }
+  auto by_bytes = [](const auto& a, const auto& b) { return a.bytes > b.bytes; };
+  std::sort(grew.begin(), grew.end(), by_bytes);
+  std::sort(steady.begin(), steady.end(), by_bytes);
+  if (steady.size() > 6) steady.resize(6);
+  grew.insert(grew.end(), steady.begin(), steady.end());
+  return grew;
+}
+
+// Findings of the ledger's block-end classification, attached to the CUPTI counters they name.
+void ClassifyLedger(const Trace& trace, const Schedule& schedule,
+                    std::vector<reports::CounterVerdict>& verdicts) {
+  if (!ProbeActive(trace, "cupti") || trace.Find(cupti::kDeviceBytesCounter) == nullptr) return;
+  std::vector<cupti::LedgerSnapshot> ends;
+  std::vector<std::uint64_t> runtime;
+  const TraceCounter* runtime_live = trace.Find("runtime.live_bytes");
+  for (int end : BlockEnds(schedule)) {
+    ends.push_back(LedgerAt(trace, static_cast<std::size_t>(end), false, false));
+    if (runtime_live != nullptr)
+      runtime.push_back(NonNegative(runtime_live->values[static_cast<std::size_t>(end)]));
+  }
+  const cupti::Classification classification = cupti::ClassifyBlockEnds(ends, runtime);
+  static const std::map<std::string, std::string> kCounterOf = {
+      {"device", cupti::kDeviceBytesCounter},
+      {"pool", cupti::kPoolBytesCounter},
+      {"static", cupti::kStaticBytesCounter},
+      {"other", cupti::kStaticBytesCounter},
+      {"managed", cupti::kManagedBytesCounter},
+      {"pinned_host", cupti::kPinnedBytesCounter},
+      {"pool_reserved", cupti::kPoolReservedBytesCounter}};
+  for (const cupti::Finding& f : classification.findings) {
+    const auto it = kCounterOf.find(f.series);
+    if (it == kCounterOf.end()) continue;
+    for (reports::CounterVerdict& v : verdicts) {
+      if (v.counter != it->second || !v.judged) continue;
+      v.evidence += "; " + std::string(cupti::FindingKindName(f.kind)) + ": " + f.evidence;
+      if (f.kind == cupti::FindingKind::kPoolFragmentation &&
+          v.verdict == reports::kUnboundedGrowth)
+        v.verdict = reports::kPoolFragmentation;
+    }
+  }
+}
+
+}  // namespace
+
+TraceSubject SubjectOf(const workloads::WorkloadInfo& info) {
+  TraceSubject s;
+  s.name = info.name;
+  s.description = info.description;
+  s.kind = workloads::KindName(info.kind);
+  s.expectation = info.expectation;
+  s.detected_by = info.detected_by;
+  s.peak_budget_bytes = info.peak_budget_bytes;
+  s.period_steps = info.period_steps;
+  return s;
+}
+
+void ClassifyPoolFragmentation(std::vector<reports::CounterVerdict>& verdicts) {
+  auto find = [&](const std::string& name) -> reports::CounterVerdict* {
+    for (auto& v : verdicts)
+      if (v.counter == name) return &v;
+    return nullptr;
+  };
+  for (const auto& [reserved_name, used_name] :
+       {std::pair<std::string, std::string>{"cuda.pool_reserved_bytes", "cuda.pool_used_bytes"},
+        {"cupti.pool_reserved_bytes", "cupti.pool_bytes"}}) {
+    reports::CounterVerdict* reserved = find(reserved_name);
+    reports::CounterVerdict* used = find(used_name);
+    if (reserved != nullptr && used != nullptr && reserved->verdict == reports::kUnboundedGrowth &&
+        used->verdict == reports::kPass && used->judged) {
+      reserved->verdict = reports::kPoolFragmentation;
+      reserved->evidence += "; bytes in use (" + used_name +
+                            ") stay flat: the pool reserves "
+                            "memory it does not reuse";
+    }
+  }
+}
+
+void CombineVerdicts(const TraceSubject& subject, reports::WorkloadResult& result) {
+  const reports::CounterVerdict* worst = nullptr;
+  const reports::CounterVerdict* expected_counter = nullptr;
+  for (const reports::CounterVerdict& v : result.counters) {
+    if (v.counter == subject.detected_by) expected_counter = &v;
+    if (v.verdict == reports::kPass) continue;
+    // Prefer the counter the zoo entry names when it carries the worst class.
+    if (worst == nullptr || reports::Severity(v.verdict) > reports::Severity(worst->verdict) ||
+        (reports::Severity(v.verdict) == reports::Severity(worst->verdict) &&
+         v.counter == subject.detected_by)) {
+      worst = &v;
+    }
+  }
+  if (result.verdict != reports::kError && result.verdict != reports::kInconclusive) {
+    result.verdict = worst == nullptr ? reports::kPass : worst->verdict;
+    result.evidence = worst == nullptr ? "every judged counter is flat across blocks and back at "
+                                         "its baseline"
+                                       : worst->evidence;
+  }
+  bool met = result.verdict == subject.expectation;
+  if (met && subject.kind == "zoo" && !subject.detected_by.empty()) {
+    met = expected_counter != nullptr && expected_counter->verdict == subject.expectation;
+  }
+  result.met_expectation = met;
+}
+
+reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings) {
+  reports::WorkloadResult result;
+  result.name = trace.subject.name;
+  result.description = trace.subject.description;
+  result.kind = trace.subject.kind;
+  result.expectation = trace.subject.expectation;
+  result.warmup_steps = trace.warmup_steps;
+  result.blocks = trace.blocks;
+  result.steps_per_block = trace.steps_per_block;
+  for (const TraceCounter& c : trace.counters) {
+    result.series.push_back({c.name, c.unit, c.exact, c.values});
+  }
+  auto fail = [&](VerdictClass verdict, const std::string& evidence) {
+    result.verdict = verdict;
+    result.evidence = evidence;
+    CombineVerdicts(trace.subject, result);
+    return result;
+  };
+  if (!trace.error.empty()) return fail(reports::kError, trace.error);
+  const int total = trace.TotalSteps();
+  const bool complete =
+      trace.blocks >= 2 && !trace.counters.empty() &&
+      std::all_of(trace.counters.begin(), trace.counters.end(), [&](const TraceCounter& c) {
+        return static_cast<int>(c.values.size()) == total;
+      });
+  if (!complete) {
+    if (!trace.ended_early.empty()) return fail(reports::kInconclusive, trace.ended_early);
+    return fail(reports::kError, "the trace holds " + std::to_string(trace.blocks) +
+                                     " measured blocks (at least 2 are needed) or series "
+                                     "shorter than its schedule");
+  }
+  const Schedule schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block};
+  result.block_ends = BlockEnds(schedule);
+
+  std::vector<TraceCounter> counters = trace.counters;
+  if (std::optional<TraceCounter> derived = Reconciliation(trace)) counters.push_back(*derived);
+  if (counters.size() > trace.counters.size()) {
+    const TraceCounter& d = counters.back();
+    result.series.push_back({d.name, d.unit, d.exact, d.values});
+  }
+
+  const TraceCounter* live = trace.Find("runtime.live_bytes");
+  try {
+    for (const TraceCounter& c : counters) {
+      JudgeOptions judge;
+      CounterInfo info = InfoOf(c);
+      std::string unavailable;
+      if (!c.probe.empty() && !ProbeActive(trace, c.probe) &&
+          std::any_of(trace.probes.begin(), trace.probes.end(),
+                      [&](const ProbeState& p) { return p.name == c.probe; })) {
+        unavailable = ProbeStateOf(trace, c.probe);
+        info.judged = false;
+      }
+      if (!c.exact && info.judged) {
+        const auto it = settings.noise_floors.find(c.name);
+        if (it == settings.noise_floors.end()) {
+          info.missing_noise_floor = true;
+          info.judged = false;
+        } else {
+          judge.noise = it->second;
+        }
+      }
+      if (c.name == "runtime.live_bytes" && trace.subject.peak_budget_bytes) {
+        // The budget is what the workload may hold above its baseline.
+        judge.peak_budget = c.baseline + *trace.subject.peak_budget_bytes;
+      }
+      for (const TraceCounter& p : counters) {
+        if (p.peak_of != c.name) continue;
+        judge.observed_peak =
+            std::max(*std::max_element(p.values.begin(), p.values.end()), p.final_value);
+      }
+      reports::CounterVerdict v =
+          JudgeCounter(info, c.values, schedule, c.baseline, c.final_value, judge);
+      if (!unavailable.empty()) {
+        v.evidence = c.name + " is not judged: its probe '" + c.probe + "' was " + unavailable;
+      }
+      result.counters.push_back(std::move(v));
+    }
+  } catch (const std::exception& e) {  // e.g. a probe returned a non-finite sample
+    result.counters.clear();
+    return fail(reports::kError, std::string("cannot judge the trace: ") + e.what());
+  }
+  ClassifyLedger(trace, schedule, result.counters);
+  ClassifyPoolFragmentation(result.counters);
+
+  // Steady, final and peak are reported above the baseline.
+  const std::size_t last = static_cast<std::size_t>(total - 1);
+  const std::size_t first_measured = static_cast<std::size_t>(trace.warmup_steps);
+  if (live != nullptr) {
+    result.baseline_live_bytes = live->baseline;
+    result.steady_live_bytes = live->values[last] - live->baseline;
+    result.final_live_bytes = live->final_value - live->baseline;
+    result.peak_bytes =
+        *std::max_element(live->values.begin(), live->values.end()) - live->baseline;
+    for (const TraceCounter& p : trace.counters) {
+      if (p.peak_of == live->name) {
+        result.peak_bytes = *std::max_element(p.values.begin(), p.values.end()) - live->baseline;
+      }
+    }
+  }
+  result.peak_bound_bytes = trace.peak_bound_bytes;
+  if (const TraceCounter* a = trace.Find("runtime.allocation_count")) {
+    const double before = first_measured == 0 ? a->values[0] : a->values[first_measured - 1];
+    const double steps = static_cast<double>(last - first_measured + (first_measured == 0 ? 0 : 1));
+    result.allocations_per_step = steps > 0 ? (a->values[last] - before) / steps : 0;
+  }
+  auto measured_median = [&](const std::vector<double>& v) {
+    if (v.size() <= first_measured) return 0.0;
+    return Median({v.begin() + static_cast<std::ptrdiff_t>(first_measured), v.end()});
+  };
+  result.step_time_ns = measured_median(trace.step_ns);
+  result.probe_time_ns = measured_median(trace.probe_ns);
+  result.attribution = Attribute(trace);
+  CombineVerdicts(trace.subject, result);
+  if (trace.confirmation_blocks > 0) {
+    result.evidence += " (" + std::to_string(trace.confirmation_blocks) +
+                       " confirmation blocks run after a one-time rise)";
+  }
+  return result;
+}
+
+reports::Report JudgeTraceFile(const TraceFile& file) {
+  reports::Report report;
+  report.meta = file.meta;
+  JudgeSettings settings;
+  settings.noise_floors = file.noise_floors;
+  for (const Trace& t : file.traces) report.workloads.push_back(Judge(t, settings));
+  return report;
+}
+
+}  // namespace leakbound::harness

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 
+#include "leakbound/watch/heap.h"
+
 // Under ASan/TSan malloc is the sanitizer's allocator and mallinfo2 reports nothing; the
 // sanitizer's own exact count of allocated heap bytes takes its place.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -21,7 +23,7 @@ RuntimeAllocatorProbe::RuntimeAllocatorProbe(runtime::Device device)
     : device_(device),
       counters_{{"runtime.live_bytes", "bytes", true, true},
                 {"runtime.live_allocations", "count", true, true},
-                {"runtime.peak_bytes", "bytes", true, false},
+                {"runtime.peak_bytes", "bytes", true, false, false, "runtime.live_bytes"},
                 {"runtime.allocation_count", "count", true, false}} {}
 
 void RuntimeAllocatorProbe::Sample(std::vector<double>& out) {
@@ -49,24 +51,47 @@ void TrackingProbe::Sample(std::vector<double>& out) {
 HostProcessProbe::HostProcessProbe()
     : statm_fd_(::open("/proc/self/statm", O_RDONLY | O_CLOEXEC)),
       page_size_(::sysconf(_SC_PAGESIZE)),
-      counters_{{"host.heap_bytes", "bytes", false, true},
-                {"host.rss_bytes", "bytes", false, false}} {}
+      heap_active_(leakbound_heap_active() != 0) {
+  // The interposer's counters are exact and judged as such; without it (a binary that does not
+  // link it) host.heap_bytes falls back to the allocator's own noisy figure.
+  if (heap_active_) {
+    counters_ = {{"host.heap_bytes", "bytes", true, true},
+                 {"host.heap_allocations", "count", true, true},
+                 {"host.heap_peak_bytes", "bytes", true, false, false, "host.heap_bytes"},
+                 {"host.malloc_arena_bytes", "bytes", false, true},
+                 {"host.rss_bytes", "bytes", false, false}};
+  } else {
+    counters_ = {{"host.heap_bytes", "bytes", false, true}, {"host.rss_bytes", "bytes", false, false}};
+  }
+}
 
 HostProcessProbe::~HostProcessProbe() {
   if (statm_fd_ >= 0) ::close(statm_fd_);
 }
 
 std::string HostProcessProbe::State() const {
+  if (!heap_active_) {
+    return std::string("partly unavailable: exact heap ") + leakbound_heap_state() +
+           " (host.heap_bytes is the allocator's noisy figure)";
+  }
   return statm_fd_ >= 0 ? "active" : "partly unavailable: /proc/self/statm cannot be read";
 }
 
 void HostProcessProbe::Sample(std::vector<double>& out) {
 #if defined(LEAKBOUND_SANITIZER_HEAP)
-  out.push_back(static_cast<double>(__sanitizer_get_current_allocated_bytes()));
+  const double arena = static_cast<double>(__sanitizer_get_current_allocated_bytes());
 #else
   const struct mallinfo2 info = ::mallinfo2();
-  out.push_back(static_cast<double>(info.uordblks + info.hblkhd));
+  const double arena = static_cast<double>(info.uordblks + info.hblkhd);
 #endif
+  if (heap_active_) {
+    leakbound_heap_stats stats;
+    leakbound_heap_read(&stats);
+    out.push_back(static_cast<double>(stats.live_bytes));
+    out.push_back(static_cast<double>(stats.live_allocations));
+    out.push_back(static_cast<double>(stats.peak_bytes));
+  }
+  out.push_back(arena);
   double rss = 0;
   if (statm_fd_ >= 0) {
     char text[128];

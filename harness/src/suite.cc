@@ -2,6 +2,7 @@
 #include "leakbound/harness/suite.h"
 
 #include "leakbound/harness/device_probes.h"
+#include "leakbound/harness/judge.h"
 
 #include <unistd.h>
 
@@ -160,18 +161,12 @@ reports::RunMetadata CurrentMetadata(const RunOptions& options) {
 
 std::vector<const workloads::Registration*> SelectWorkloads(const SuiteOptions& options) {
   ValidateRunOptions(options.run);
-  if (options.calibrate && options.calibration_runs > 0 &&
-      static_cast<long long>(options.run.blocks) * options.run.steps_per_block < 3) {
-    throw std::invalid_argument(
-        "noise-floor calibration needs at least 3 measured steps (blocks x steps), got " +
-        std::to_string(options.run.blocks) + " x " + std::to_string(options.run.steps_per_block) +
-        "; raise --blocks or --steps, or pass --no-calibrate");
-  }
   std::vector<const workloads::Registration*> selected;
   const bool cuda = options.run.device.kind == runtime::DeviceKind::kCuda;
   if (options.workloads.empty()) {
     for (const auto& reg : workloads::AllWorkloads())
       if (cuda || !reg.info.needs_cuda) selected.push_back(&reg);
+    for (const workloads::Registration* r : selected) ValidateScheduleFor(options.run, r->info);
     return selected;
   }
   for (const std::string& name : options.workloads) {
@@ -191,6 +186,7 @@ std::vector<const workloads::Registration*> SelectWorkloads(const SuiteOptions& 
     }
     selected.push_back(reg);
   }
+  for (const workloads::Registration* reg : selected) ValidateScheduleFor(options.run, reg->info);
   return selected;
 }
 
@@ -215,19 +211,32 @@ reports::Report RunSuite(const SuiteOptions& options, TraceFile* traces) {
                                    bytes ? "bytes" : "count"});
     }
   }
+  run.stop = options.stop;
   const Runner runner(run);
+  JudgeSettings judge;
+  judge.noise_floors = run.noise_floors;
+  if (traces != nullptr) {
+    traces->traces.clear();
+    traces->noise_floors = run.noise_floors;
+  }
+  auto stopped = [&] { return options.stop != nullptr && options.stop->load() != 0; };
   const int total = static_cast<int>(selected.size());
-  for (int i = 0; i < total; ++i) {
+  for (int i = 0; i < total && !stopped(); ++i) {
     const auto t0 = Clock::now();
-    reports::WorkloadResult result =
-        runner.Run(*selected[static_cast<std::size_t>(i)], [&](const std::string& name, int done, int planned) {
+    Trace trace =
+        runner.Record(*selected[static_cast<std::size_t>(i)], [&](const std::string& name, int done, int planned) {
           progress.Step(name, done, planned, i + 1, total);
         });
+    if (stopped()) break;  // the workload in progress is dropped, the finished ones are kept
+    reports::WorkloadResult result = Judge(trace, judge);
     progress.Done(result, i + 1, total, std::chrono::duration<double>(Clock::now() - t0).count());
     report.workloads.push_back(std::move(result));
+    if (traces != nullptr) traces->traces.push_back(std::move(trace));
   }
-  if (options.measure_probe_cost) MeasureProbeCost(options.run, report);
+  report.meta.interrupted = stopped();
+  if (options.measure_probe_cost && !report.meta.interrupted) MeasureProbeCost(options.run, report);
   report.meta.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (traces != nullptr) traces->meta = report.meta;
   return report;
 }
 

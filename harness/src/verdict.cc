@@ -141,12 +141,60 @@ struct Trend {
   double slope_per_step = 0;
   double slope_bound = 0;  // the floor the slope was judged against; 0 for exact counters
   bool grew = false;
+  bool one_time = false;   // exact counters: one rise that did not recur
+  int one_time_step = -1;  // sample index at which it rose
   std::string sentence;
 };
 
-// Exact counters: flat iff every measured block has the same min and the same max. A rise of
-// the floor (min) is growth; so is a rise of the ceiling (max) when the floor did not rise. The
-// slope is the rise between the first and last block divided by the (B-1)*N steps between them.
+// Rises of an exact counter's block floor (min) and ceiling (max) between consecutive blocks.
+struct Rises {
+  int floor = 0;
+  int ceiling = 0;
+  int first_floor_block = -1;  // index of the block after the first floor rise
+  int first_ceiling_block = -1;
+};
+
+Rises CountRises(const std::vector<BlockRange>& ranges) {
+  Rises r;
+  for (std::size_t b = 1; b < ranges.size(); ++b) {
+    if (ranges[b].min > ranges[b - 1].min) {
+      if (r.floor++ == 0) r.first_floor_block = static_cast<int>(b);
+    }
+    if (ranges[b].max > ranges[b - 1].max) {
+      if (r.ceiling++ == 0) r.first_ceiling_block = static_cast<int>(b);
+    }
+  }
+  return r;
+}
+
+// Where a new floor began: one past the last sample below `level` before `block_start` (the
+// first sample of the first block with that floor).
+std::size_t StepOfFloorRise(std::span<const double> measured, std::size_t block_start,
+                            double level) {
+  std::size_t step = 0;
+  for (std::size_t i = 0; i < block_start && i < measured.size(); ++i) {
+    if (measured[i] < level) step = i + 1;
+  }
+  return step;
+}
+
+// Where a new ceiling was first reached: the first sample of the block at `level`.
+std::size_t StepOfCeilingRise(std::span<const double> measured, std::size_t block_start,
+                              double level) {
+  for (std::size_t i = block_start; i < measured.size(); ++i) {
+    if (measured[i] >= level) return i;
+  }
+  return block_start;
+}
+
+// Exact counters, on block ranges (min, max) of the measured blocks:
+//  - flat: every block has the same min and max;
+//  - growth: the floor rose at two or more block transitions with a net rise (first to last
+//    block), or the ceiling did so (a leak that lands in the last steps of a block);
+//  - a one-time rise: the floor or ceiling rose at exactly one transition. Not growth: it is
+//    reported, and the counter is then judged on return to baseline. The Runner runs
+//    confirmation blocks when it sees one (NeedsConfirmation), so a slow leak rises again.
+// The slope is the net rise between the first and last block over the (B-1)*N steps between.
 Trend ExactTrend(const CounterInfo& info, std::span<const double> measured,
                  const Schedule& schedule) {
   const std::vector<BlockRange> ranges =
@@ -172,16 +220,42 @@ Trend ExactTrend(const CounterInfo& info, std::span<const double> measured,
   };
   const std::string minima = change(first.min, last.min);
   const std::string maxima = change(first.max, last.max);
-  if (last.min > first.min) {
+  const Rises rises = CountRises(ranges);
+  const bool floor_grew = last.min > first.min && rises.floor >= 2;
+  const bool ceiling_grew = last.max > first.max && rises.ceiling >= 2;
+  const std::string times = [&](int n) { return " (rose at " + std::to_string(n) + " of " +
+                                                std::to_string(schedule.blocks - 1) +
+                                                " block transitions)"; }(
+      floor_grew ? rises.floor : rises.ceiling);
+  if (floor_grew) {
     trend.grew = true;
     trend.slope_per_step = (last.min - first.min) / steps_between;
     trend.sentence = info.name + " grew " + FormatRate(trend.slope_per_step, info.unit) +
-                     ": block minima " + minima + over;
-  } else if (last.max > first.max) {
+                     ": block minima " + minima + over + times;
+  } else if (ceiling_grew) {
     trend.grew = true;
     trend.slope_per_step = (last.max - first.max) / steps_between;
     trend.sentence = info.name + " grew " + FormatRate(trend.slope_per_step, info.unit) +
-                     ": block maxima " + maxima + over + " (minima " + minima + ")";
+                     ": block maxima " + maxima + over + times + " (minima " + minima + ")";
+  } else if (last.min > first.min || last.max > first.max) {
+    // One rise that did not recur: a one-time event (a lazy cache, a late allocation).
+    const bool on_floor = last.min > first.min;
+    const int block = on_floor ? rises.first_floor_block : rises.first_ceiling_block;
+    const double level = on_floor ? ranges[static_cast<std::size_t>(block)].min
+                                  : ranges[static_cast<std::size_t>(block)].max;
+    const double before = on_floor ? ranges[static_cast<std::size_t>(block) - 1].min
+                                   : ranges[static_cast<std::size_t>(block) - 1].max;
+    const std::size_t block_start =
+        static_cast<std::size_t>(block) * static_cast<std::size_t>(schedule.steps_per_block);
+    const std::size_t step = on_floor ? StepOfFloorRise(measured, block_start, level)
+                                      : StepOfCeilingRise(measured, block_start, level);
+    trend.one_time = true;
+    trend.one_time_step = static_cast<int>(step) + schedule.warmup_steps;
+    trend.slope_per_step = 0;
+    trend.sentence = info.name + " one-time rise of " + FormatAmount(level - before, info.unit) +
+                     " at step " + std::to_string(trend.one_time_step) +
+                     " that did not recur" + over + " (block " + (on_floor ? "minima " : "maxima ") +
+                     (on_floor ? minima : maxima) + "): not growth";
   } else {
     // Changed without a net rise (shrank, or rose and fell back): bounded as far as the window
     // can tell. The signed floor slope is still reported.
@@ -287,7 +361,8 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
                           info.name + " did not return to baseline: residue " +
                               FormatSigned(residue, info.unit) + " after teardown (baseline " +
                               FormatAmount(baseline, info.unit) + ", final " +
-                              FormatAmount(final_value, info.unit) + ")");
+                              FormatAmount(final_value, info.unit) + ")" +
+                              (trend.one_time ? "; " + trend.sentence : std::string()));
   }
   const bool has_budget = options.peak_budget.has_value();
   if (has_budget && verdict.peak > *options.peak_budget) {
@@ -329,6 +404,19 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
     verdict.evidence += "; also " + findings[i].second;
   }
   return verdict;
+}
+
+bool NeedsConfirmation(std::span<const double> values, const Schedule& schedule) {
+  ValidateSchedule(schedule, values.size());
+  const auto measured = values.subspan(static_cast<std::size_t>(schedule.warmup_steps));
+  const std::vector<BlockRange> ranges =
+      BlockRanges(measured, schedule.blocks, schedule.steps_per_block);
+  const Rises rises = CountRises(ranges);
+  const bool floor_once = ranges.back().min > ranges.front().min && rises.floor == 1;
+  const bool ceiling_once = ranges.back().max > ranges.front().max && rises.ceiling == 1;
+  const bool grew = (ranges.back().min > ranges.front().min && rises.floor >= 2) ||
+                    (ranges.back().max > ranges.front().max && rises.ceiling >= 2);
+  return !grew && (floor_once || ceiling_once);
 }
 
 double TheilSenSlope(std::span<const double> y) {

@@ -63,10 +63,13 @@ no_folder() {  # a refused command leaves no output folder behind
 expect 2 "a workload named twice" -- "$lb" run mlp_sgd mlp_sgd --out "$tmp/twice" -q
 expect_stderr "named twice"
 no_folder "$tmp/twice"
-expect 2 "too few steps to calibrate" -- "$lb" run mlp_sgd --blocks 2 --steps 1 --out "$tmp/short" -q
-expect_stderr "--no-calibrate"
+expect 2 "a block shorter than the documented minimum" -- "$lb" run mlp_sgd --blocks 4 --steps 1 --out "$tmp/short" -q
+expect_stderr "pass --steps 4 or more"
 no_folder "$tmp/short"
-expect 0 "the same schedule without calibration" -- "$lb" run mlp_sgd --blocks 2 --steps 1 --no-calibrate --out "$tmp/short2" -q
+expect 2 "a block shorter than the workload's period" -- "$lb" run zoo_slow_leak --steps 5 --out "$tmp/short2" -q
+expect_stderr "repeats every 7 steps.*pass --steps 7 or more"
+no_folder "$tmp/short2"
+expect 0 "the shortest accepted schedule" -- "$lb" run mlp_sgd zoo_slow_leak --blocks 2 --steps 7 --no-calibrate --out "$tmp/short3" -q
 expect 2 "a CUDA-only workload on the CPU" -- "$lb" run zoo_cuda_raw_malloc_bypass --out "$tmp/cudaonly" -q
 expect_stderr 'needs a CUDA device\|unknown workload'  # a build without CUDA has no GPU zoo
 no_folder "$tmp/cudaonly"

@@ -96,18 +96,18 @@ TEST(Verdict, JudgeCounter_LinearGrowth_FlagsExactSlope) {
   EXPECT_EQ(v.peak, kBase + 4096.0 * s.TotalSteps());
   EXPECT_EQ(v.evidence,
             "runtime.live_bytes grew 4096 B/step: block minima 1.02 MiB → 1.14 MiB (+128.00 KiB) "
-            "over 3 blocks of 16 steps");
+            "over 3 blocks of 16 steps (rose at 2 of 2 block transitions)");
 }
 
 TEST(Verdict, JudgeCounter_SmallestLeakOneBytePerStep_Flagged) {
-  const Schedule s{0, 2, 8};
+  const Schedule s{0, 3, 8};
   const auto values = Series(s, [](int i) { return kBase + i; });
   const auto v = JudgeCounter(ExactBytes(), values, s, kBase, kBase);
   EXPECT_EQ(v.verdict, reports::kUnboundedGrowth);
   EXPECT_EQ(v.slope_per_step, 1.0);
   EXPECT_EQ(v.evidence,
-            "runtime.live_bytes grew 1 B/step: block minima 1.00 MiB → 1.00 MiB (+8 B) over 2 "
-            "blocks of 8 steps");
+            "runtime.live_bytes grew 1 B/step: block minima 1.00 MiB → 1.00 MiB (+16 B) over 3 "
+            "blocks of 8 steps (rose at 2 of 2 block transitions)");
 }
 
 TEST(Verdict, JudgeCounter_StepLeakEvery7StepsWithin16StepBlocks_Flagged) {
@@ -119,24 +119,66 @@ TEST(Verdict, JudgeCounter_StepLeakEvery7StepsWithin16StepBlocks_Flagged) {
   EXPECT_EQ(v.slope_per_step, 4.0);
 }
 
-TEST(Verdict, JudgeCounter_StepLeakEvery20StepsWith8StepBlocks_RisesInOneBlockOnly_Flagged) {
+TEST(Verdict, JudgeCounter_StepLeakEvery20StepsWith8StepBlocks_OneRiseNeedsConfirmation) {
   const Schedule s{0, 4, 8};
-  // One 64 B allocation after step 19 (in block 2 of 4); blocks 0 and 1 look flat on their own.
+  // One 64 B allocation after step 19 (in block 2 of 4): one rise, which alone is not growth.
   const auto values = Series(s, [](int i) { return kBase + 64.0 * ((i + 1) / 20); });
+  EXPECT_TRUE(NeedsConfirmation(values, s));
+  const auto v = JudgeCounter(ExactBytes(), values, s, kBase, kBase);
+  EXPECT_EQ(v.verdict, reports::kPass);
+  EXPECT_TRUE(Contains(v.evidence, "one-time rise of 64 B at step 19 that did not recur"))
+      << v.evidence;
+}
+
+TEST(Verdict, JudgeCounter_StepLeakEvery20StepsAfterConfirmationBlocks_Flagged) {
+  const Schedule s{0, 8, 8};  // the 4 planned blocks and 4 confirmation blocks
+  const auto values = Series(s, [](int i) { return kBase + 64.0 * ((i + 1) / 20); });
+  EXPECT_FALSE(NeedsConfirmation(values, s));
   const auto v = JudgeCounter(ExactBytes(), values, s, kBase, kBase);
   EXPECT_EQ(v.verdict, reports::kUnboundedGrowth);
-  EXPECT_DOUBLE_EQ(v.slope_per_step, 64.0 / 24.0);
+  // Minima: block 0 holds 0 allocations, block 7 (steps 56..63) holds 2: 128 B over 56 steps.
+  EXPECT_DOUBLE_EQ(v.slope_per_step, 128.0 / 56.0);
   EXPECT_TRUE(Contains(v.evidence, "block minima")) << v.evidence;
 }
 
-TEST(Verdict, JudgeCounter_RiseInsideLastBlockOnly_CaughtByMaxima) {
-  const Schedule s{0, 4, 8};
+TEST(Verdict, JudgeCounter_RiseInsideLastBlockOnly_NeedsConfirmationThenCaughtByMaxima) {
+  const Schedule planned{0, 4, 8};
   // The only rise is after step 29, inside the last block: minima stay flat, the last max rises.
-  const auto values = Series(s, [](int i) { return kBase + 64.0 * ((i + 1) / 30); });
-  const auto v = JudgeCounter(ExactBytes(), values, s, kBase, kBase);
+  const auto first = Series(planned, [](int i) { return kBase + 64.0 * ((i + 1) / 30); });
+  EXPECT_TRUE(NeedsConfirmation(first, planned));
+  const Schedule confirmed{0, 8, 8};
+  const auto values = Series(confirmed, [](int i) { return kBase + 64.0 * ((i + 1) / 30); });
+  const auto v = JudgeCounter(ExactBytes(), values, confirmed, kBase, kBase);
   EXPECT_EQ(v.verdict, reports::kUnboundedGrowth);
-  EXPECT_DOUBLE_EQ(v.slope_per_step, 64.0 / 24.0);
+  EXPECT_DOUBLE_EQ(v.slope_per_step, 128.0 / 56.0);
   EXPECT_TRUE(Contains(v.evidence, "block maxima")) << v.evidence;
+}
+
+TEST(Verdict, JudgeCounter_OneTimeRiseFreedAtTeardown_PassesAndNamesTheStep) {
+  const Schedule s{16, 6, 16};
+  // 8 MiB allocated once, at step 50, kept until teardown.
+  const auto values = Series(s, [](int i) { return kBase + (i >= 50 ? 8.0 * 1024 * 1024 : 0); });
+  const auto v = JudgeCounter(ExactBytes(), values, s, kBase, kBase);
+  EXPECT_EQ(v.verdict, reports::kPass) << v.evidence;
+  EXPECT_EQ(v.slope_per_step, 0.0);
+  EXPECT_TRUE(Contains(v.evidence, "one-time rise of 8.00 MiB at step 50")) << v.evidence;
+}
+
+TEST(Verdict, JudgeCounter_OneTimeRiseNeverFreed_IsNotReturnedToBaseline) {
+  const Schedule s{16, 6, 16};
+  const double big = 8.0 * 1024 * 1024;
+  const auto values = Series(s, [&](int i) { return kBase + (i >= 50 ? big : 0); });
+  const auto v = JudgeCounter(ExactBytes(), values, s, kBase, kBase + big);
+  EXPECT_EQ(v.verdict, reports::kNotReturnedToBaseline) << v.evidence;
+  EXPECT_TRUE(Contains(v.evidence, "residue +8.00 MiB")) << v.evidence;
+  EXPECT_TRUE(Contains(v.evidence, "one-time rise of 8.00 MiB at step 50")) << v.evidence;
+}
+
+TEST(Verdict, NeedsConfirmation_FlatOrTwiceRisingSeries_IsFalse) {
+  const Schedule s{0, 3, 8};
+  EXPECT_FALSE(NeedsConfirmation(Series(s, [](int) { return kBase; }), s));
+  EXPECT_FALSE(NeedsConfirmation(Series(s, [](int i) { return kBase + i; }), s));
+  EXPECT_TRUE(NeedsConfirmation(Series(s, [](int i) { return kBase + (i >= 12 ? 1 : 0); }), s));
 }
 
 TEST(Verdict, JudgeCounter_Sawtooth_EvenBlockLength_Passes) {
@@ -235,7 +277,7 @@ TEST(Verdict, JudgeCounter_FinalBelowBaseline_IsNotReturned) {
 }
 
 TEST(Verdict, JudgeCounter_GrowthAndResidue_GrowthWinsAndEvidenceNamesBoth) {
-  const Schedule s{0, 2, 8};
+  const Schedule s{0, 3, 8};
   const auto values = Series(s, [](int i) { return kBase + 16.0 * i; });
   const auto v = JudgeCounter(ExactBytes(), values, s, kBase, kBase + 256.0);
   EXPECT_EQ(v.verdict, reports::kUnboundedGrowth);

@@ -38,16 +38,6 @@ runtime::SessionOptions OptionsFor(const WorkloadContext& context, runtime::Plan
   return options;
 }
 
-AllocationTag UserTag(const EagerSession& session, const char* op, runtime::Role role,
-                      runtime::ScopeKind scope) {
-  AllocationTag tag;
-  tag.session = session.id();
-  tag.step = session.generation();
-  tag.op = op;
-  tag.role = role;
-  tag.scope = scope;
-  return tag;
-}
 
 void Quiesce(const std::vector<EagerSession*>& sessions) {
   for (EagerSession* session : sessions) session->backend().Synchronize();
@@ -105,3 +95,18 @@ IntentionalLeakScope::~IntentionalLeakScope() {
 }
 
 }  // namespace leakbound::workloads::internal
+
+namespace leakbound::workloads {
+
+runtime::AllocationTag UserTag(const runtime::EagerSession& session, const char* op, runtime::Role role,
+                      runtime::ScopeKind scope) {
+  runtime::AllocationTag tag;
+  tag.session = session.id();
+  tag.step = session.generation();
+  tag.op = op;
+  tag.role = role;
+  tag.scope = scope;
+  return tag;
+}
+
+}  // namespace leakbound::workloads

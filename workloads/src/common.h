@@ -38,12 +38,7 @@ WorkloadInfo Info(Kind kind, std::string name, std::string description,
 runtime::SessionOptions OptionsFor(const WorkloadContext& context,
                                    runtime::PlantedFaults faults = {});
 
-// Tag for an allocation a workload makes itself through session.resource(). `op` must be a
-// string literal (the tracking adaptor keeps the pointer); the step is the session's current
-// tape generation, so attribution can age the allocation.
-runtime::AllocationTag UserTag(const runtime::EagerSession& session, const char* op,
-                               runtime::Role role = runtime::Role::kUser,
-                               runtime::ScopeKind scope = runtime::ScopeKind::kNone);
+using workloads::UserTag;  // public: leakbound/workloads/workload.h
 
 // Waits for queued device work of every session (a no-op on the CPU stub), so a probe that
 // samples after Step sees a quiesced device.

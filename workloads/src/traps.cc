@@ -189,6 +189,7 @@ void AddTrapWorkloads(std::vector<Registration>& out) {
       trap("trap_sawtooth",
            "Trains an MLP and allocates a 16 KiB staging buffer on odd steps that "
            "it frees on even steps: a bounded sawtooth of period 2.")));
+  out.back().info.period_steps = 2;
   out.push_back(
       Register<LazyOptimizerState>(trap("trap_lazy_optimizer_state",
                                         "Trains a 64-512-512-10 MLP with Adam, whose ~2.3 MiB of "

@@ -355,10 +355,12 @@ void AddZooWorkloads(std::vector<Registration>& out) {
              "Trains an MLP whose step body throws every 3rd step on "
              "a session whose error path skips the tape's release (a "
              "planted runtime bug), leaking that step's tape.")));
+  out.back().info.period_steps = 3;
   out.push_back({growth("zoo_slow_leak",
                         "Trains an MLP and leaks one 256-byte runtime "
                         "allocation every 7 steps, planting a slow leak."),
                  [] { return std::make_unique<PeriodicLeak>(256, 7, "slow_leak_record"); }});
+  out.back().info.period_steps = 7;
   out.push_back({growth("zoo_smallest_leak",
                         "Trains an MLP and leaks one 1-byte runtime "
                         "allocation per step, planting the smallest leak."),
@@ -391,6 +393,7 @@ void AddZooWorkloads(std::vector<Registration>& out) {
                            "scratch spike, planting a peak above its 8 MiB budget.",
                            reports::kPeakOverBudget, live);
   peak.peak_budget_bytes = PeakOverBudget::kBudgetBytes;
+  peak.period_steps = 8;
   out.push_back(Register<PeakOverBudget>(std::move(peak)));
 }
 

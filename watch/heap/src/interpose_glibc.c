@@ -2,8 +2,11 @@
  * glibc (this library is a DT_NEEDED of the executable, or LD_PRELOADed) and forwards to glibc's
  * exported __libc_* entry points, so no dlsym bootstrap (and no static calloc buffer) is needed.
  * C++ new/delete reach these through libstdc++. Sizes counted are the requested ones. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -19,9 +22,39 @@ extern void* __libc_pvalloc(size_t size);
 
 #define LB_EXPORT __attribute__((visibility("default")))
 
+/* The dynamic loader's own allocations (the TLS vector of each new thread, which glibc keeps
+ * with its cache of exited threads' stacks for the life of the process) are the loader's, not
+ * the program's: a workload that starts threads would otherwise never return to its baseline.
+ * The loader's text range is found once, at load time; the hooks compare the caller with it. */
+static uintptr_t g_loader_begin, g_loader_end;
+
+static int FindLoader(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  (void)data;
+  if (info->dlpi_name == NULL || strstr(info->dlpi_name, "/ld-linux") == NULL) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    g_loader_begin = info->dlpi_addr + ph->p_vaddr;
+    g_loader_end = g_loader_begin + ph->p_memsz;
+  }
+  return 1;
+}
+
+static inline int FromLoader(const void* caller) {
+  const uintptr_t at = (uintptr_t)caller;
+  return at >= g_loader_begin && at < g_loader_end;
+}
+
+/* Records a block unless the loader asked for it. */
+static inline void Count(const void* block, uint64_t size, const void* caller) {
+  if (FromLoader(caller)) return;
+  LeakboundHeapOnAlloc(block, size);
+}
+
 LB_EXPORT void* malloc(size_t size) {
   void* block = __libc_malloc(size);
-  if (block) LeakboundHeapOnAlloc(block, size);
+  if (block) Count(block, size, __builtin_return_address(0));
   return block;
 }
 
@@ -33,7 +66,7 @@ LB_EXPORT void free(void* block) {
 
 LB_EXPORT void* calloc(size_t count, size_t size) {
   void* block = __libc_calloc(count, size); /* NULL + ENOMEM on overflow: nothing counted */
-  if (block) LeakboundHeapOnAlloc(block, (uint64_t)count * size);
+  if (block) Count(block, (uint64_t)count * size, __builtin_return_address(0));
   return block;
 }
 
@@ -41,7 +74,11 @@ LB_EXPORT void* calloc(size_t count, size_t size) {
  * it was counted, the new one is counted unless this thread is excluded. On failure the old
  * block is untouched and so are the counters. glibc's realloc(p, 0) frees p and returns NULL. */
 LB_EXPORT void* realloc(void* block, size_t size) {
-  if (!block) return malloc(size);
+  if (!block) {
+    void* fresh = __libc_malloc(size);
+    if (fresh) Count(fresh, size, __builtin_return_address(0));
+    return fresh;
+  }
   LeakboundHeapTaken taken = LeakboundHeapTake(block);
   void* moved = __libc_realloc(block, size);
   if (!moved && size != 0) {
@@ -49,7 +86,7 @@ LB_EXPORT void* realloc(void* block, size_t size) {
     return NULL;
   }
   LeakboundHeapForgetTaken(taken);
-  if (moved) LeakboundHeapOnAlloc(moved, size);
+  if (moved) Count(moved, size, __builtin_return_address(0));
   return moved;
 }
 
@@ -64,7 +101,7 @@ LB_EXPORT void* reallocarray(void* block, size_t count, size_t size) {
 
 LB_EXPORT void* memalign(size_t alignment, size_t size) {
   void* block = __libc_memalign(alignment, size);
-  if (block) LeakboundHeapOnAlloc(block, size);
+  if (block) Count(block, size, __builtin_return_address(0));
   return block;
 }
 
@@ -103,6 +140,7 @@ extern void* leakbound_heap_own_malloc(size_t)
     __attribute__((alias("malloc"), visibility("hidden")));
 
 __attribute__((constructor(102))) static void InitGlibcFrontEnd(void) {
+  dl_iterate_phdr(FindLoader, NULL);
   void* (*volatile process_malloc)(size_t) = &malloc;
   if (process_malloc == &leakbound_heap_own_malloc) {
     LeakboundHeapSetFrontEnd("interposer", NULL);

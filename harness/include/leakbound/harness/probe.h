@@ -18,6 +18,9 @@ struct CounterInfo {
   // Set by the runner on a noisy counter it would judge but has no calibrated noise floor for
   // (calibration off): reported, not judged, and the evidence says why.
   bool missing_noise_floor = false;
+  // Non-empty when this counter is the high-water mark of another (runtime.peak_bytes of
+  // runtime.live_bytes): Judge takes it as the peak observed between samples.
+  std::string peak_of;
 };
 
 class Probe {

@@ -45,9 +45,12 @@ class TrackingProbe final : public Probe {
   std::vector<CounterInfo> counters_;
 };
 
-// host.heap_bytes (mallinfo2 in-use bytes: noisy, judged against a calibrated floor) and
-// host.rss_bytes (/proc/self/statm resident pages: informational, the allocator keeps freed
-// pages so RSS is not a leak signal on its own). No heap allocation per sample.
+// With the exact heap interposer (watch/heap.h) active: host.heap_bytes and
+// host.heap_allocations (exact, judged: requested bytes and blocks the process holds, minus what
+// the harness allocates for itself), host.heap_peak_bytes (its high-water mark),
+// host.malloc_arena_bytes (mallinfo2: noisy cross-check) and host.rss_bytes (/proc/self/statm:
+// informational, the allocator keeps freed pages). Without it, host.heap_bytes is mallinfo2's
+// noisy figure, judged only against a calibrated floor. No heap allocation per sample.
 class HostProcessProbe final : public Probe {
  public:
   HostProcessProbe();
@@ -60,6 +63,7 @@ class HostProcessProbe final : public Probe {
  private:
   int statm_fd_ = -1;
   long page_size_ = 4096;
+  bool heap_active_ = false;
   std::vector<CounterInfo> counters_;
 };
 

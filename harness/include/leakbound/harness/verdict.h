@@ -41,6 +41,7 @@ std::vector<int> BlockEnds(const Schedule& schedule);
 struct NoiseFloor {
   double slope_per_step = 0;
   double total_growth = 0;
+  bool operator==(const NoiseFloor&) const = default;
 };
 
 struct JudgeOptions {
@@ -63,6 +64,15 @@ struct JudgeOptions {
 reports::CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> values,
                                      const Schedule& schedule, double baseline, double final_value,
                                      const JudgeOptions& options = {});
+
+// True when an exact counter's block floor or ceiling rose at exactly one block transition (net
+// of the window) and not at two: a rise that must recur in confirmation blocks before it is
+// called growth. Throws std::invalid_argument on a bad schedule.
+bool NeedsConfirmation(std::span<const double> values, const Schedule& schedule);
+
+// Smallest block length the Runner accepts: a block must hold a workload's period, and a block
+// of one step cannot tell a sawtooth from a leak.
+inline constexpr int kMinStepsPerBlock = 4;
 
 // Theil-Sen slope of y against x = 0, 1, ..., n-1: the median of all pairwise slopes (the mean
 // of the two middle ones for an even count). Robust to up to ~29% outliers, where least squares

@@ -36,6 +36,9 @@ struct WorkloadInfo {
   // interleave. The harness then also records a schedule-independent bound (the sum of each
   // session's own high-water mark), and diff judges the peak on that bound.
   bool peak_depends_on_schedule = false;
+  // The workload's own period in steps (a sawtooth of period 8, a leak every 8th step): the
+  // runner refuses a block shorter than this (docs/verdicts.md).
+  int period_steps = 1;
 };
 
 struct WorkloadContext {
@@ -58,6 +61,14 @@ class Workload {
   // Sessions whose tracking adaptors attribute outstanding memory. Valid Setup..Teardown.
   virtual std::vector<runtime::EagerSession*> Sessions() = 0;
 };
+
+// Tag for an allocation a workload (or a user's LambdaWorkload) makes itself through
+// session.resource(), so attribution names it: `op` must be a string literal (the tracking
+// adaptor keeps the pointer); the step is the session's current tape generation, so
+// attribution can age the allocation.
+runtime::AllocationTag UserTag(const runtime::EagerSession& session, const char* op,
+                               runtime::Role role = runtime::Role::kUser,
+                               runtime::ScopeKind scope = runtime::ScopeKind::kNone);
 
 struct Registration {
   WorkloadInfo info;
