@@ -3,7 +3,9 @@
 
 #include <gtest/gtest-spi.h>
 
+#include <cstdlib>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "leakbound/runtime/trainer.h"
@@ -67,6 +69,144 @@ TEST(LeakBoundMacro, UserLeakyLoopFailsWithEvidenceAndAttribution) {
   EXPECT_NE(message.find("96 B/step"), std::string::npos) << message;
   EXPECT_NE(message.find("user_cache"), std::string::npos) << message;
   EXPECT_NONFATAL_FAILURE(EXPECT_LEAK_BOUND(loop.AsWorkload()), "unbounded-growth");
+}
+
+
+// ---- The exact host heap, with no calibration (issue 9's acceptance) -------------------------
+
+// Plain host allocations a user's code makes, kept (the leak) or freed every step.
+struct HostLoop {
+  std::vector<void*> kept;
+  std::vector<std::unique_ptr<char[]>> kept_new;
+  std::mt19937 rng{7};
+  LambdaWorkload Make(const std::function<void(HostLoop&, std::int64_t)>& body) {
+    LambdaWorkload w;
+    w.setup = [this] {
+      kept.reserve(4096);
+      kept_new.reserve(4096);
+    };
+    w.step = [this, body](std::int64_t i) { body(*this, i); };
+    w.teardown = [this] {
+      for (void* p : kept) std::free(p);
+      std::vector<void*>().swap(kept);
+      std::vector<std::unique_ptr<char[]>>().swap(kept_new);
+    };
+    return w;
+  }
+};
+
+void ExpectCaught(const reports::WorkloadResult& r, const std::string& counter,
+                  const std::string& rate) {
+  EXPECT_EQ(r.verdict, reports::kUnboundedGrowth) << Explain(r);
+  const std::string message = Explain(r);
+  EXPECT_NE(message.find("unbounded-growth"), std::string::npos) << message;
+  EXPECT_NE(message.find(counter), std::string::npos) << message;
+  EXPECT_NE(message.find(rate), std::string::npos) << message;
+}
+
+TEST(HostHeap, FourBytePerStepMallocLeak_CaughtWithoutCalibration) {
+  HostLoop loop;
+  const auto r = RunLeakCheck(loop.Make([](HostLoop& l, std::int64_t) {
+    void* p = std::malloc(4);
+    l.kept.push_back(p);  // reserved in setup: the vector itself does not grow the heap
+  }));
+  ExpectCaught(r, "host.heap_bytes", "grew 4 B/step");
+}
+
+TEST(HostHeap, SixteenKiBPerStepNewLeak_CaughtWithoutCalibration) {
+  HostLoop loop;
+  const auto r = RunLeakCheck(loop.Make([](HostLoop& l, std::int64_t) {
+    l.kept_new.emplace_back(new char[16384]);
+  }));
+  ExpectCaught(r, "host.heap_bytes", "grew 16384 B/step");
+}
+
+TEST(HostHeap, FortyBytesKeptEverySeventhStep_CaughtAsSlowLeak) {
+  HostLoop loop;
+  LambdaWorkload w = loop.Make([](HostLoop& l, std::int64_t i) {
+    if (i % 7 == 6) l.kept.push_back(std::malloc(40));
+  });
+  w.period_steps = 7;
+  const auto r = RunLeakCheck(w);
+  EXPECT_EQ(r.verdict, reports::kUnboundedGrowth) << Explain(r);
+  EXPECT_NE(Explain(r).find("host.heap_bytes"), std::string::npos) << Explain(r);
+}
+
+TEST(HostHeap, RandomSizedAllocationsFreedEachStep_PassHundredOfHundredRuns) {
+  for (int run = 0; run < 100; ++run) {
+    HostLoop loop;
+    loop.rng.seed(static_cast<unsigned>(run));
+    const auto r = RunLeakCheck(loop.Make([](HostLoop& l, std::int64_t) {
+      std::uniform_int_distribution<std::size_t> size(1, 65536);
+      std::vector<std::unique_ptr<char[]>> scratch;
+      for (int k = 0; k < 8; ++k) scratch.emplace_back(new char[size(l.rng)]);
+      void* p = std::malloc(size(l.rng));
+      std::free(p);
+    }));
+    ASSERT_EQ(r.verdict, reports::kPass) << "run " << run << ": " << Explain(r);
+  }
+}
+
+TEST(HostHeap, OneLargeAllocationAfterWarmup_FreedAtTeardown_Passes) {
+  HostLoop loop;
+  const auto r = RunLeakCheck(loop.Make([](HostLoop& l, std::int64_t i) {
+    if (i == 40) l.kept.push_back(std::malloc(8 << 20));
+  }));
+  EXPECT_EQ(r.verdict, reports::kPass) << Explain(r);
+  EXPECT_GT(r.blocks, 3) << "confirmation blocks were run";
+  bool named = false;
+  for (const auto& c : r.counters)
+    named |= c.counter == "host.heap_bytes" &&
+             c.evidence.find("one-time rise of 8.00 MiB at step 40") != std::string::npos;
+  EXPECT_TRUE(named) << Explain(r);
+}
+
+TEST(HostHeap, OneLargeAllocationAfterWarmup_NeverFreed_IsNotReturnedToBaseline) {
+  static std::vector<void*> forgotten;
+  LambdaWorkload w;
+  w.step = [](std::int64_t i) {
+    if (i == 40) forgotten.push_back(std::malloc(8 << 20));
+  };
+  const auto r = RunLeakCheck(w);
+  EXPECT_EQ(r.verdict, reports::kNotReturnedToBaseline) << Explain(r);
+  EXPECT_NE(r.evidence.find("one-time rise of 8.00 MiB at step 40"), std::string::npos)
+      << r.evidence;
+  for (void* p : forgotten) std::free(p);
+}
+
+TEST(HostHeap, NewSessionEveryStep_Passes) {
+  LambdaWorkload w;
+  w.step = [](std::int64_t) {
+    runtime::EagerSession session;
+    runtime::Mlp model(session, std::vector<std::int64_t>{8, 16, 2}, runtime::Activation::kRelu, 1);
+    auto opt = runtime::MakeOptimizer(runtime::OptimizerKind::kSgd, model.params());
+    runtime::Trainer(session, model, *opt).Step(runtime::Batch::Random(4, 8, 2, 1));
+  };
+  const auto r = RunLeakCheck(w);
+  EXPECT_EQ(r.verdict, reports::kPass) << Explain(r);
+}
+
+TEST(HostHeap, EmptyWorkload_IsFlatToTheByte) {
+  LambdaWorkload w;
+  w.step = [](std::int64_t) {};
+  const auto r = RunLeakCheck(w);
+  ASSERT_EQ(r.verdict, reports::kPass) << Explain(r);
+  for (const auto& s : r.series) {
+    if (s.name != "host.heap_bytes" && s.name != "host.heap_allocations") continue;
+    for (double v : s.values) ASSERT_EQ(v, s.values.front()) << s.name;
+  }
+}
+
+TEST(HostHeap, ScheduleShorterThanDeclaredPeriod_IsRefusedSayingWhatToPass) {
+  LambdaWorkload w;
+  w.step = [](std::int64_t) {};
+  w.period_steps = 20;
+  try {
+    RunLeakCheck(w);
+    ADD_FAILURE() << "a block of 16 steps was accepted for a period of 20";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("pass --steps 20 or more"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
