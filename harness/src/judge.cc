@@ -271,7 +271,10 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
     result.series.push_back({d.name, d.unit, d.exact, d.values});
   }
 
+  // The summary's steady / peak / final figures: the runtime's live bytes when the runtime ran,
+  // else the exact host heap (a watched program).
   const TraceCounter* live = trace.Find("runtime.live_bytes");
+  if (live == nullptr) live = trace.Find("host.heap_bytes");
   try {
     for (const TraceCounter& c : counters) {
       JudgeOptions judge;
@@ -292,6 +295,7 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
           judge.noise = it->second;
         }
       }
+      judge.judge_return_to_baseline = trace.subject.kind != "watched";
       if (c.name == "runtime.live_bytes" && trace.subject.peak_budget_bytes) {
         // The budget is what the workload may hold above its baseline.
         judge.peak_budget = c.baseline + *trace.subject.peak_budget_bytes;
@@ -312,6 +316,15 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
     result.counters.clear();
     return fail(reports::kError, std::string("cannot judge the trace: ") + e.what());
   }
+  if (std::none_of(result.counters.begin(), result.counters.end(),
+                   [](const reports::CounterVerdict& v) { return v.judged; })) {
+    std::string states;
+    for (const ProbeState& p : trace.probes) {
+      states += (states.empty() ? "" : "; ") + p.name + ": " + p.state;
+    }
+    return fail(reports::kInconclusive,
+                "no counter could be judged (" + (states.empty() ? "no probes" : states) + ")");
+  }
   ClassifyLedger(trace, schedule, result.counters);
   ClassifyPoolFragmentation(result.counters);
 
@@ -319,14 +332,15 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
   const std::size_t last = static_cast<std::size_t>(total - 1);
   const std::size_t first_measured = static_cast<std::size_t>(trace.warmup_steps);
   if (live != nullptr) {
-    result.baseline_live_bytes = live->baseline;
-    result.steady_live_bytes = live->values[last] - live->baseline;
-    result.final_live_bytes = live->final_value - live->baseline;
-    result.peak_bytes =
-        *std::max_element(live->values.begin(), live->values.end()) - live->baseline;
+    // A watched program had no "before" leakbound saw: its figures are what it holds.
+    const double base = trace.subject.kind == "watched" ? 0.0 : live->baseline;
+    result.baseline_live_bytes = base;
+    result.steady_live_bytes = live->values[last] - base;
+    result.final_live_bytes = live->final_value - base;
+    result.peak_bytes = *std::max_element(live->values.begin(), live->values.end()) - base;
     for (const TraceCounter& p : trace.counters) {
       if (p.peak_of == live->name) {
-        result.peak_bytes = *std::max_element(p.values.begin(), p.values.end()) - live->baseline;
+        result.peak_bytes = *std::max_element(p.values.begin(), p.values.end()) - base;
       }
     }
   }

@@ -36,16 +36,22 @@ void RuntimeAllocatorProbe::Sample(std::vector<double>& out) {
 
 TrackingProbe::TrackingProbe(SessionsFn sessions)
     : sessions_(std::move(sessions)),
-      counters_{{"tracking.outstanding_allocations", "count", true, true}} {}
+      counters_{{"tracking.outstanding_allocations", "count", true, true},
+                {"tracking.unknown_frees", "count", true, true},
+                {"tracking.size_mismatches", "count", true, true}} {}
 
 void TrackingProbe::Sample(std::vector<double>& out) {
-  double outstanding = 0;
+  double outstanding = 0, unknown_frees = 0, size_mismatches = 0;
   for (runtime::EagerSession* s : sessions_()) {
     if (s != nullptr && s->tracking() != nullptr) {
       outstanding += static_cast<double>(s->tracking()->outstanding_count());
+      unknown_frees += static_cast<double>(s->tracking()->unknown_frees());
+      size_mismatches += static_cast<double>(s->tracking()->size_mismatches());
     }
   }
   out.push_back(outstanding);
+  out.push_back(unknown_frees);
+  out.push_back(size_mismatches);
 }
 
 HostProcessProbe::HostProcessProbe()

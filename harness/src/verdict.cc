@@ -356,7 +356,7 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
   std::vector<std::pair<reports::VerdictClass, std::string>> findings;
   if (trend.grew) findings.emplace_back(reports::kUnboundedGrowth, trend.sentence);
   const double residue = final_value - baseline;
-  if (info.exact && residue != 0) {
+  if (info.exact && residue != 0 && options.judge_return_to_baseline) {
     findings.emplace_back(reports::kNotReturnedToBaseline,
                           info.name + " did not return to baseline: residue " +
                               FormatSigned(residue, info.unit) + " after teardown (baseline " +
@@ -391,7 +391,11 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
   if (findings.empty()) {
     verdict.verdict = reports::kPass;
     verdict.evidence = trend.sentence;
-    if (info.exact) verdict.evidence += "; returned to baseline";
+    if (info.exact && options.judge_return_to_baseline) verdict.evidence += "; returned to baseline";
+    if (info.exact && !options.judge_return_to_baseline && residue != 0) {
+      verdict.evidence += "; return to baseline not judged (a watched program): " +
+                          FormatSigned(residue, info.unit) + " from first to last sample";
+    }
     if (has_budget) {
       verdict.evidence += "; peak " + FormatAmount(verdict.peak, info.unit) + " within budget " +
                           FormatAmount(*options.peak_budget, info.unit);

@@ -97,6 +97,15 @@ va = [(w["name"], w["verdict"], w["met_expectation"]) for w in a["workloads"]]
 vb = [(w["name"], w["verdict"], w["met_expectation"]) for w in b["workloads"]]
 assert va == vb, (va, vb)
 PY
+expect 0 "run --all" -- "$lb" run --all --out "$tmp/all" -q
+expect 0 "judge re-judges the trace of run --all" -- "$lb" judge "$tmp/all/trace.json" --out "$tmp/all_judged"
+python3 - "$tmp/all/report.json" "$tmp/all_judged/report.json" <<'PY' || { echo "FAIL: judge's verdicts differ from run --all's"; failures=$((failures + 1)); }
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+va = [(w["name"], w["verdict"], w["met_expectation"], w["evidence"]) for w in a["workloads"]]
+vb = [(w["name"], w["verdict"], w["met_expectation"], w["evidence"]) for w in b["workloads"]]
+assert len(va) >= 20 and va == vb, (va, vb)
+PY
 expect 0 "run --trace FILE writes the trace there too" -- "$lb" run mlp_sgd --out "$tmp/rt" --trace "$tmp/extra_trace.json" -q
 [[ -s "$tmp/extra_trace.json" && -s "$tmp/rt/trace.json" ]] || { echo "FAIL: --trace FILE or trace.json missing"; failures=$((failures + 1)); }
 echo '{"not": "a trace"}' >"$tmp/bad_trace.json"

@@ -195,5 +195,53 @@ TEST(TraceFile, Malformed_AreRefusedNamingTheField) {
   expect_error(bad_class, "not one of PASS");
 }
 
+
+// Recorded traces of real programs under `leakbound watch` (watch/tests/traces): the foreign-trace
+// rules (docs/verdicts.md) judge them without the program.
+reports::WorkloadResult JudgeRecorded(const std::string& file) {
+  const TraceFile f = LoadTraceFile(std::string(LEAKBOUND_SOURCE_DIR) + "/watch/tests/traces/" + file);
+  EXPECT_EQ(f.traces.size(), 1u);
+  return JudgeTraceFile(f).workloads.at(0);
+}
+
+TEST(JudgeRecorded, TorchCleanMlp_Passes) {
+  const auto r = JudgeRecorded("torch_mlp_clean_step_on.json");
+  EXPECT_EQ(r.verdict, reports::kPass) << r.evidence;
+}
+
+TEST(JudgeRecorded, TorchSummedLoss_IsGrowthOnTheHostHeap) {
+  const auto r = JudgeRecorded("torch_mlp_sum_loss_step_on.json");
+  EXPECT_EQ(r.verdict, reports::kUnboundedGrowth) << r.evidence;
+  const auto* heap = Find(r, "host.heap_bytes");
+  ASSERT_NE(heap, nullptr);
+  EXPECT_EQ(heap->verdict, reports::kUnboundedGrowth);
+  EXPECT_GT(heap->slope_per_step, 1000) << heap->evidence;
+  EXPECT_GT(r.steady_live_bytes, 0) << "the summary reads the host heap of a watched program";
+}
+
+TEST(JudgeRecorded, PythonOneTimeRise_IsNotGrowth) {
+  const auto r = JudgeRecorded("python_one_time_rise.json");
+  EXPECT_EQ(r.verdict, reports::kPass) << r.evidence;
+}
+
+TEST(Judge, WatchedTrace_ResidueIsReportedNotJudged) {
+  Trace t = GpuTrace(false, Flat(0), Flat(0), Flat(0), Flat(0));
+  t.subject.kind = "watched";
+  t.counters[0].final_value += 32;
+  const auto r = Judge(t);
+  EXPECT_EQ(r.verdict, reports::kPass) << r.evidence;
+  EXPECT_TRUE(Contains(Find(r, "runtime.live_bytes")->evidence, "return to baseline not judged"));
+  t.subject.kind = "clean";
+  EXPECT_EQ(Judge(t).verdict, reports::kNotReturnedToBaseline);
+}
+
+TEST(Judge, NoCounterJudged_IsInconclusiveNamingTheProbes) {
+  Trace t = GpuTrace(false, Flat(0), Flat(0), Flat(0), Flat(0));
+  t.counters.erase(t.counters.begin());  // only the inactive CUPTI counters remain
+  const auto r = Judge(t);
+  EXPECT_EQ(r.verdict, reports::kInconclusive);
+  EXPECT_TRUE(Contains(r.evidence, "cupti: unavailable: no CUDA driver")) << r.evidence;
+}
+
 }  // namespace
 }  // namespace leakbound::harness

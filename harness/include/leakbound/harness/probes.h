@@ -30,8 +30,10 @@ class RuntimeAllocatorProbe final : public Probe {
   std::vector<CounterInfo> counters_;
 };
 
-// tracking.outstanding_allocations summed over the sessions a callback returns (the
-// workload's sessions; none before setup and after teardown).
+// tracking.outstanding_allocations, tracking.unknown_frees (frees of pointers the adaptor never
+// handed out) and tracking.size_mismatches (frees with another size than allocated), summed over
+// the sessions a callback returns (the workload's sessions; none before setup and after
+// teardown). The last two are 0 in a correct program; growth of either is a bug in the runtime.
 class TrackingProbe final : public Probe {
  public:
   using SessionsFn = std::function<std::vector<runtime::EagerSession*>()>;

@@ -53,6 +53,9 @@ struct JudgeOptions {
   // A high-water mark seen between samples (e.g. the max of a "runtime.peak_bytes" counter); the
   // peak is max(samples, baseline, final, observed_peak).
   std::optional<double> observed_peak;
+  // False for a program leakbound did not start and stop (a watched process: its world is built
+  // before the first step and handed to the OS at exit): the residue is reported, not judged.
+  bool judge_return_to_baseline = true;
 };
 
 // Judges one counter. `values` is the whole run (warm-up included) and must match `schedule`;
