@@ -1,8 +1,10 @@
-// `leakbound watch`: starting the program under the preload and receiving its records. The
-// channel is a SOCK_SEQPACKET socket pair (one record per message, never interleaved; a vanished
-// parent is EPIPE in the child, not SIGPIPE); its child end is named by LEAKBOUND_WATCH_FD, and
-// only the process whose pid is LEAKBOUND_WATCH_PID reports (forked children stay silent).
-// SIGINT/SIGTERM received here are forwarded to the program's process group.
+// `leakbound watch`: starting the program under the preload and receiving its
+// records. The channel is a SOCK_SEQPACKET socket pair (one record per message,
+// never interleaved; a vanished parent is EPIPE in the child, not SIGPIPE); its
+// child end is named by LEAKBOUND_WATCH_FD, and only the process whose pid is
+// LEAKBOUND_WATCH_PID reports (forked children stay silent). SIGINT/SIGTERM
+// received here are forwarded to the program's process group.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,14 +12,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 
+#include "leakbound/harness/cupti/observer.h"
 #include "watch_session.h"
 
-extern char** environ;
+extern char **environ;
 
 namespace leakbound::harness::watch {
 namespace fs = std::filesystem;
@@ -36,7 +40,7 @@ void OnSignal(int signal_number) {
 }
 
 std::string SignalName(int signal_number) {
-  const char* abbrev = sigabbrev_np(signal_number);
+  const char *abbrev = sigabbrev_np(signal_number);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal_number);
 }
 
@@ -46,18 +50,18 @@ fs::path SelfDirectory() {
   return ec ? fs::current_path() : self.parent_path();
 }
 
-fs::path FirstExisting(const char* env, const std::vector<fs::path>& candidates) {
-  if (const char* named = std::getenv(env); named && *named) return named;
-  for (const fs::path& candidate : candidates) {
+fs::path FirstExisting(const char *env, const std::vector<fs::path> &candidates) {
+  if (const char *named = std::getenv(env); named && *named) return named;
+  for (const fs::path &candidate : candidates) {
     std::error_code ec;
     if (fs::exists(candidate, ec)) return fs::weakly_canonical(candidate, ec);
   }
   return {};
 }
 
-// PATH lookup as execvp does it, done up front so that "not found" is a usage error before
-// anything is created.
-fs::path ResolveCommand(const std::string& command) {
+// PATH lookup as execvp does it, done up front so that "not found" is a usage
+// error before anything is created.
+fs::path ResolveCommand(const std::string &command) {
   if (command.find('/') != std::string::npos) {
     if (::access(command.c_str(), X_OK) != 0) {
       throw WatchUsageError("cannot run '" + command + "': " + std::strerror(errno) +
@@ -65,7 +69,7 @@ fs::path ResolveCommand(const std::string& command) {
     }
     return command;
   }
-  const char* path = std::getenv("PATH");
+  const char *path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
   size_t start = 0;
   while (start <= dirs.size()) {
@@ -74,18 +78,20 @@ fs::path ResolveCommand(const std::string& command) {
     if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
     start = end + 1;
   }
-  throw WatchUsageError("command '" + command + "' not found in PATH (give its path, or install "
+  throw WatchUsageError("command '" + command +
+                        "' not found in PATH (give its path, or install "
                         "it; everything after `--` is the program and its arguments)");
 }
 
-std::string Prepended(const char* name, const std::string& first, char separator) {
-  const char* old = std::getenv(name);
+std::string Prepended(const char *name, const std::string &first, char separator) {
+  const char *old = std::getenv(name);
   if (!old || !*old) return first;
   return first + separator + old;
 }
 
-// The child's environment, except LEAKBOUND_WATCH_PID, which is only known after fork.
-std::vector<std::string> ChildEnvironment(const WatchOptions& options, const WatchPaths& paths,
+// The child's environment, except LEAKBOUND_WATCH_PID, which is only known
+// after fork.
+std::vector<std::string> ChildEnvironment(const WatchOptions &options, const WatchPaths &paths,
                                           int channel_fd) {
   std::map<std::string, std::string> set;
   set["LD_PRELOAD"] = Prepended("LD_PRELOAD", paths.preload.string(), ':');
@@ -98,6 +104,13 @@ std::vector<std::string> ChildEnvironment(const WatchOptions& options, const Wat
     set["PYTHONPATH"] = Prepended("PYTHONPATH", python_path, ':');
   }
   if (!options.step_on.empty()) set[LEAKBOUND_WATCH_ENV_STEP_ON] = options.step_on;
+  // The driver loads the injection only if the program initialises CUDA:
+  // harmless otherwise. Another tool's injection already in the environment is
+  // left in place (see DeviceSide).
+  const char *other_injection = std::getenv("CUDA_INJECTION64_PATH");
+  if (!paths.cuda_injection.empty() && (other_injection == nullptr || !*other_injection)) {
+    set["CUDA_INJECTION64_PATH"] = paths.cuda_injection.string();
+  }
   if (!options.step_range.empty()) {
     set[LEAKBOUND_WATCH_ENV_STEP_RANGE] = options.step_range;
     set["NVTX_INJECTION64_PATH"] = paths.nvtx_injection.string();
@@ -106,16 +119,16 @@ std::vector<std::string> ChildEnvironment(const WatchOptions& options, const Wat
     set[LEAKBOUND_WATCH_ENV_INTERVAL] = std::to_string(options.interval_ns);
   }
   std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
+  for (char **e = environ; *e; ++e) {
     const std::string entry = *e;
     const std::string key = entry.substr(0, entry.find('='));
     if (!set.count(key) && key != LEAKBOUND_WATCH_ENV_PID) env.push_back(entry);
   }
-  for (const auto& [key, value] : set) env.push_back(key + "=" + value);
+  for (const auto &[key, value] : set) env.push_back(key + "=" + value);
   return env;
 }
 
-void Consume(const leakbound_watch_record& record, WatchRecording& recording) {
+void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
   if (record.magic != LEAKBOUND_WATCH_MAGIC || record.version != LEAKBOUND_WATCH_VERSION) {
     ++recording.malformed_records;
     return;
@@ -134,8 +147,35 @@ void Consume(const leakbound_watch_record& record, WatchRecording& recording) {
       break;
     }
     case LEAKBOUND_WATCH_STEP:
-    case LEAKBOUND_WATCH_TICK:
-      recording.samples.push_back({record.seq, record.time_ns, record.counters});
+    case LEAKBOUND_WATCH_TICK: {
+      WatchSample sample = std::move(recording.pending);
+      recording.pending = WatchSample{};
+      sample.seq = record.seq;
+      sample.time_ns = record.time_ns;
+      sample.counters = record.counters;
+      recording.samples.push_back(std::move(sample));
+      break;
+    }
+    case LEAKBOUND_WATCH_DEVICE:
+      recording.pending.has_device = true;
+      std::copy(std::begin(record.values), std::end(record.values),
+                recording.pending.device.begin());
+      break;
+    case LEAKBOUND_WATCH_COUNTER:
+      if (!text.empty()) recording.pending.framework[text] = record.values[0];
+      break;
+    case LEAKBOUND_WATCH_PROBE:
+      recording.probe_piece += text;
+      if (record.site == 0) {
+        const size_t tab = recording.probe_piece.find('\t');
+        if (tab != std::string::npos) {
+          recording.probe_states[recording.probe_piece.substr(0, tab)] =
+              recording.probe_piece.substr(tab + 1);
+        } else {
+          ++recording.malformed_records;
+        }
+        recording.probe_piece.clear();
+      }
       break;
     case LEAKBOUND_WATCH_SITE:
       recording.site_updates.push_back(
@@ -155,8 +195,9 @@ void Consume(const leakbound_watch_record& record, WatchRecording& recording) {
   }
 }
 
-// Reads every record waiting on the socket; returns false once no writer is left.
-bool Drain(int fd, WatchRecording& recording, bool block) {
+// Reads every record waiting on the socket; returns false once no writer is
+// left.
+bool Drain(int fd, WatchRecording &recording, bool block) {
   for (;;) {
     leakbound_watch_record record;
     const ssize_t got = ::recv(fd, &record, sizeof record, block ? 0 : MSG_DONTWAIT);
@@ -197,6 +238,63 @@ class SignalForwarding {
   struct sigaction saved_[NSIG] {};
 };
 
+// Whether the program looks like a CUDA program: its file names the CUDA
+// runtime or driver (a dynamically linked libcudart, or the "libcuda.so.1" a
+// static cudart dlopens). Interpreters (python3 + torch) do not: for them the
+// device side appears once the injection reports, or with --cuda.
+bool LooksLikeCuda(const fs::path &program) {
+  std::FILE *file = std::fopen(program.c_str(), "rb");
+  if (file == nullptr) return false;
+  constexpr std::size_t kLimit = std::size_t{64} << 20;
+  std::string bytes(std::size_t{1} << 20, '\0');
+  std::string tail;
+  bool found = false;
+  for (std::size_t total = 0; !found && total < kLimit;) {
+    const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file);
+    if (got == 0) break;
+    const std::string window = tail + bytes.substr(0, got);
+    found = window.find("libcudart.so") != std::string::npos ||
+            window.find("libcuda.so") != std::string::npos;
+    tail = window.substr(window.size() > 16 ? window.size() - 16 : 0);
+    total += got;
+  }
+  std::fclose(file);
+  return found;
+}
+
+// Why no injection reported, for a program expected to use CUDA. Without a
+// driver the CUDA runtime fails before it loads any injection, so CUPTI's own
+// reason is asked for here (CUPTI can do nothing in a process without a driver,
+// so asking is harmless).
+std::string DeviceAbsentReason(const WatchPaths &paths) {
+  const char *other = std::getenv("CUDA_INJECTION64_PATH");
+  if (other != nullptr && *other && paths.cuda_injection.string() != other) {
+    return std::string("CUDA_INJECTION64_PATH already names ") + other +
+           " (another tool's injection); leakbound leaves it in place, unset "
+           "it to use the "
+           "CUPTI ledger";
+  }
+  if (paths.cuda_injection.empty()) {
+    return "libleakbound_inject.so not found next to leakbound; build the "
+           "leakbound_inject "
+           "target (needs CUPTI) or set LEAKBOUND_CUDA_INJECTION to its path";
+  }
+  std::string reason = "the CUDA driver never loaded " + paths.cuda_injection.filename().string();
+  if (void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL); driver != nullptr) {
+    dlclose(driver);
+    return reason +
+           " (the program made no CUDA call that initialised the "
+           "driver, or its CUDA "
+           "runtime ignores CUDA_INJECTION64_PATH)";
+  }
+  harness::cupti::CuptiObserver observer;
+  observer.Start();
+  return reason +
+         " (no CUDA driver: the program's CUDA calls failed before injection); "
+         "CUPTI: " +
+         observer.StateString();
+}
+
 }  // namespace
 
 std::string WatchRecording::Ending() const {
@@ -212,27 +310,33 @@ std::string WatchRecording::Ending() const {
 WatchPaths FindWatchPaths() {
   const fs::path dir = SelfDirectory();
   WatchPaths paths;
-  paths.preload = FirstExisting("LEAKBOUND_PRELOAD",
-                                {dir / "../watch/preload/libleakbound_preload.so",
-                                 dir / "../lib/libleakbound_preload.so",
-                                 dir / "../lib/leakbound/libleakbound_preload.so"});
+  paths.preload =
+      FirstExisting("LEAKBOUND_PRELOAD", {dir / "../watch/preload/libleakbound_preload.so",
+                                          dir / "../lib/libleakbound_preload.so",
+                                          dir / "../lib/leakbound/libleakbound_preload.so"});
   paths.python = FirstExisting("LEAKBOUND_WATCH_PYTHON",
                                {dir / "../watch/python", dir / "../share/leakbound/python"});
-  paths.nvtx_injection = FirstExisting(
-      "LEAKBOUND_NVTX_INJECTION", {dir / "../watch/nvtx/libleakbound_nvtx_inject.so",
-                                   dir / "../lib/libleakbound_nvtx_inject.so",
-                                   dir / "../lib/leakbound/libleakbound_nvtx_inject.so"});
+  paths.cuda_injection =
+      FirstExisting("LEAKBOUND_CUDA_INJECTION", {dir / "../watch/inject/libleakbound_inject.so",
+                                                 dir / "../lib/libleakbound_inject.so",
+                                                 dir / "../lib/leakbound/libleakbound_inject.so"});
+  paths.nvtx_injection = FirstExisting("LEAKBOUND_NVTX_INJECTION",
+                                       {dir / "../watch/nvtx/libleakbound_nvtx_inject.so",
+                                        dir / "../lib/libleakbound_nvtx_inject.so",
+                                        dir / "../lib/leakbound/libleakbound_nvtx_inject.so"});
   return paths;
 }
 
-WatchRecording RecordProgram(const WatchOptions& options, const WatchPaths& paths) {
+WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   if (paths.preload.empty()) {
-    throw WatchUsageError("libleakbound_preload.so not found next to leakbound; build the "
-                          "leakbound_preload target or set LEAKBOUND_PRELOAD to its path");
+    throw WatchUsageError(
+        "libleakbound_preload.so not found next to leakbound; build the "
+        "leakbound_preload target or set LEAKBOUND_PRELOAD to its path");
   }
   if (!options.step_range.empty() && paths.nvtx_injection.empty()) {
-    throw WatchUsageError("--step-range needs libleakbound_nvtx_inject.so; build the "
-                          "leakbound_nvtx_inject target or set LEAKBOUND_NVTX_INJECTION");
+    throw WatchUsageError(
+        "--step-range needs libleakbound_nvtx_inject.so; build the "
+        "leakbound_nvtx_inject target or set LEAKBOUND_NVTX_INJECTION");
   }
   const fs::path program = ResolveCommand(options.command.front());
 
@@ -244,12 +348,12 @@ WatchRecording RecordProgram(const WatchOptions& options, const WatchPaths& path
   ::close(channel[1]);
   std::vector<std::string> env = ChildEnvironment(options, paths, child_end);
   env.push_back(std::string(LEAKBOUND_WATCH_ENV_PID) + "=" + std::string(24, '0'));
-  std::vector<char*> envp;
-  for (std::string& e : env) envp.push_back(e.data());
+  std::vector<char *> envp;
+  for (std::string &e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = options.command;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
+  std::vector<char *> argv;
+  for (std::string &a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   int exec_error[2];
   if (::pipe2(exec_error, O_CLOEXEC) != 0) {
@@ -260,11 +364,13 @@ WatchRecording RecordProgram(const WatchOptions& options, const WatchPaths& path
   g_received_signal = 0;
   const auto started = std::chrono::steady_clock::now();
   const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(std::string("watch: fork failed: ") + std::strerror(errno));
+  if (child < 0)
+    throw std::runtime_error(std::string("watch: fork failed: ") + std::strerror(errno));
   if (child == 0) {
-    // Async-signal-safe only: write our pid into the preallocated LEAKBOUND_WATCH_PID entry.
+    // Async-signal-safe only: write our pid into the preallocated
+    // LEAKBOUND_WATCH_PID entry.
     ::setpgid(0, 0);
-    char* digits = envp[envp.size() - 2] + std::strlen(LEAKBOUND_WATCH_ENV_PID) + 1;
+    char *digits = envp[envp.size() - 2] + std::strlen(LEAKBOUND_WATCH_ENV_PID) + 1;
     pid_t pid = ::getpid();
     char reversed[24];
     int n = 0;
@@ -282,7 +388,8 @@ WatchRecording RecordProgram(const WatchOptions& options, const WatchPaths& path
     [[maybe_unused]] ssize_t ignored = ::write(exec_error[1], &error, sizeof error);
     ::_exit(127);
   }
-  ::setpgid(child, child);  // both sides, so the group exists before any signal is forwarded
+  ::setpgid(child,
+            child);  // both sides, so the group exists before any signal is forwarded
   ::close(child_end);
   ::close(exec_error[1]);
   int error = 0;
@@ -317,11 +424,18 @@ WatchRecording RecordProgram(const WatchOptions& options, const WatchPaths& path
     }
   }
   ::close(channel[0]);
+  recording.device_expected = options.cuda || LooksLikeCuda(program);
+  if (!recording.probe_states.count("cupti")) {
+    const bool any_device = std::any_of(recording.samples.begin(), recording.samples.end(),
+                                        [](const WatchSample &s) { return s.has_device; });
+    if (recording.device_expected || any_device) {
+      recording.device_absent_reason = DeviceAbsentReason(paths);
+    }
+  }
   recording.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (exec_failed) {
-    throw WatchUsageError("cannot run '" + options.command.front() + "': " +
-                          std::strerror(error));
+    throw WatchUsageError("cannot run '" + options.command.front() + "': " + std::strerror(error));
   }
   return recording;
 }

@@ -1,11 +1,11 @@
-// `leakbound watch [options] -- CMD [ARGS...]`: holds the leak bound on a program leakbound did
-// not write. Parses the command line, runs the program under the preload (watch_child.cc), fits
-// a schedule to the steps that arrived (watch_trace.cc), judges the Trace with the same Judge as
-// `run` and writes report.json/.md/.html atomically. docs/watch.md.
+// `leakbound watch [options] -- CMD [ARGS...]`: holds the leak bound on a
+// program leakbound did not write. Parses the command line, runs the program
+// under the preload (watch_child.cc), fits a schedule to the steps that arrived
+// (watch_trace.cc), judges the Trace with the same Judge as `run` and writes
+// report.json/.md/.html atomically. docs/watch.md.
 #include "leakbound/harness/watch_command.h"
 
 #include <CLI/CLI.hpp>
-
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -18,7 +18,8 @@
 #include "leakbound/reports/markdown.h"
 #include "watch_session.h"
 
-// The watch sources are compiled as part of this file until harness/CMakeLists.txt lists them.
+// The watch sources are compiled as part of this file until
+// harness/CMakeLists.txt lists them.
 #include "watch_child.cc"  // NOLINT(bugprone-suspicious-include)
 #include "watch_trace.cc"  // NOLINT(bugprone-suspicious-include)
 
@@ -36,7 +37,7 @@ constexpr int kInternal = 3;
 constexpr int kInconclusive = 4;
 constexpr int kProgramFailed = 5;
 
-constexpr const char* kExamples = R"(Examples:
+constexpr const char *kExamples = R"(Examples:
   leakbound watch -- ./my_loop 1000          # C/C++: the program calls leakbound_step()
                                              #   (#include <leakbound/watch/step.h>)
   leakbound watch --step-on torch.optim.Optimizer.step -- python3 train.py
@@ -44,18 +45,20 @@ constexpr const char* kExamples = R"(Examples:
   leakbound watch -- python3 train.py        # the script calls leakbound.step()
   leakbound watch --step-range train_step -- ./app   # each end of an NVTX range "train_step"
   leakbound watch --interval 20ms -- ./server        # no steps: sample every 20 ms
+  leakbound watch --cuda --step-on torch.optim.SGD.step -- python3 train.py
+                                             # also the CUPTI ledger and torch.cuda counters
 Exit codes: 0 memory stayed bounded; 1 a leak (see report.md); 2 usage error (nothing
 written); 3 internal error; 4 inconclusive (too few steps arrived: the report says what it
 needs); 5 the program failed (crashed, was killed or exited non-zero: its status is in the
 report); 130 / 143 watch was interrupted (SIGINT / SIGTERM, forwarded to the program; the
 partial report is written).)";
 
-std::uint64_t ParseDuration(const std::string& text) {
+std::uint64_t ParseDuration(const std::string &text) {
   size_t used = 0;
   double value = 0;
   try {
     value = std::stod(text, &used);
-  } catch (const std::exception&) {
+  } catch (const std::exception &) {
     used = 0;
   }
   const std::string unit = text.substr(used);
@@ -65,8 +68,10 @@ std::uint64_t ParseDuration(const std::string& text) {
   if (unit == "ms") scale = 1e6;
   if (unit == "s") scale = 1e9;
   if (used == 0 || scale == 0 || !(value > 0) || value * scale < 1e5 || value * scale > 3.6e12) {
-    throw WatchUsageError("--interval must be a duration from 100us to 1h with a unit (ns, us, "
-                          "ms, s), e.g. 20ms; got '" + text + "'");
+    throw WatchUsageError(
+        "--interval must be a duration from 100us to 1h with a unit (ns, us, "
+        "ms, s), e.g. 20ms; got '" +
+        text + "'");
   }
   return static_cast<std::uint64_t>(value * scale);
 }
@@ -76,7 +81,7 @@ struct Parsed {
   bool help_only = false;
 };
 
-Parsed Parse(int argc, char** argv) {
+Parsed Parse(int argc, char **argv) {
   int split = argc;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--") {
@@ -85,26 +90,31 @@ Parsed Parse(int argc, char** argv) {
     }
   }
   Parsed parsed;
-  WatchOptions& o = parsed.options;
+  WatchOptions &o = parsed.options;
   std::string interval, warmup = "auto";
-  CLI::App app("leakbound watch: is memory bounded across the steps of a program leakbound did "
-               "not write? Runs CMD under the exact heap interposer, samples its counters at each "
-               "step, judges them like `leakbound run` and writes report.json/.md/.html.",
-               "leakbound watch");
+  CLI::App app(
+      "leakbound watch: is memory bounded across the steps of a "
+      "program leakbound did "
+      "not write? Runs CMD under the exact heap interposer, samples "
+      "its counters at each "
+      "step, judges them like `leakbound run` and writes "
+      "report.json/.md/.html.",
+      "leakbound watch");
   app.footer(kExamples);
-  auto* step_on = app.add_option("--step-on", o.step_on,
+  auto *step_on = app.add_option("--step-on", o.step_on,
                                  "Python callable whose every return is a step, by qualified name "
                                  "(torch.optim.Optimizer.step covers every optimizer subclass)");
-  auto* step_range = app.add_option("--step-range", o.step_range,
+  auto *step_range = app.add_option("--step-range", o.step_range,
                                     "NVTX range name: each end of such a range is a step");
-  auto* every = app.add_option("--interval", interval,
+  auto *every = app.add_option("--interval", interval,
                                "sample on a timer instead of at steps, e.g. 20ms (units ns, us, "
                                "ms, s)");
   step_on->excludes(step_range)->excludes(every);
   step_range->excludes(every);
   app.add_option("--blocks,-b", o.blocks, "measured blocks (>= 2)")->capture_default_str();
   app.add_option("--warmup,-w", warmup,
-                 "warm-up steps, or 'auto' (the first block boundary after which the counters "
+                 "warm-up steps, or 'auto' (the first block boundary after "
+                 "which the counters "
                  "stop changing; if they never do, the first block)")
       ->capture_default_str();
   app.add_option("--name", o.name, "workload name in the report (default: the program's name)");
@@ -113,18 +123,28 @@ Parsed Parse(int argc, char** argv) {
   app.add_flag("--keep-pymalloc", o.keep_pymalloc,
                "leave Python's small-object allocator on (by default watch sets "
                "PYTHONMALLOC=malloc so every Python object is counted exactly)");
+  app.add_flag("--cuda", o.cuda,
+               "expect a device side: report the CUPTI ledger (cupti.*) or why "
+               "it is unavailable "
+               "even when the program does not look like CUDA (python3 + "
+               "torch). The injection "
+               "(CUDA_INJECTION64_PATH) is always offered; the driver loads it "
+               "only if the "
+               "program initialises CUDA");
   bool no_sites = false;
   app.add_flag("--no-call-sites", no_sites,
-               "do not record the call site of each allocation (cheaper; no 'where' in the report)");
+               "do not record the call site of each allocation (cheaper; no "
+               "'where' in the report)");
   try {
     app.parse(split, argv);
-  } catch (const CLI::CallForHelp&) {
+  } catch (const CLI::CallForHelp &) {
     std::cout << app.help();
     parsed.help_only = true;
     return parsed;
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::ParseError &e) {
     if (split == argc) {
-      throw WatchUsageError(std::string(e.what()) + "; no command: put the program after `--`, "
+      throw WatchUsageError(std::string(e.what()) +
+                            "; no command: put the program after `--`, "
                             "e.g. `leakbound watch -- ./my_loop 1000`");
     }
     throw WatchUsageError(e.what());
@@ -142,7 +162,7 @@ Parsed Parse(int argc, char** argv) {
     size_t used = 0;
     try {
       o.warmup_steps = std::stoi(warmup, &used);
-    } catch (const std::exception&) {
+    } catch (const std::exception &) {
       used = 0;
     }
     if (used != warmup.size() || o.warmup_steps < 0) {
@@ -152,8 +172,10 @@ Parsed Parse(int argc, char** argv) {
   }
   if (!interval.empty()) o.interval_ns = ParseDuration(interval);
   if (step_on->count() && o.step_on.find('.') == std::string::npos) {
-    throw WatchUsageError("--step-on needs a qualified name module.callable (e.g. "
-                          "torch.optim.Optimizer.step), got '" + o.step_on + "'");
+    throw WatchUsageError(
+        "--step-on needs a qualified name module.callable (e.g. "
+        "torch.optim.Optimizer.step), got '" +
+        o.step_on + "'");
   }
   if (step_range->count() && o.step_range.empty()) {
     throw WatchUsageError("--step-range needs a range name");
@@ -164,11 +186,11 @@ Parsed Parse(int argc, char** argv) {
   return parsed;
 }
 
-// Creates the report folder up front (fails before the program runs); a folder this command
-// created is removed again if nothing was written into it.
+// Creates the report folder up front (fails before the program runs); a folder
+// this command created is removed again if nothing was written into it.
 class ReportFolder {
  public:
-  explicit ReportFolder(const fs::path& dir) : dir_(dir) {
+  explicit ReportFolder(const fs::path &dir) : dir_(dir) {
     std::error_code ec;
     for (fs::path p = fs::absolute(dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
       created_.push_back(p);
@@ -185,7 +207,7 @@ class ReportFolder {
 
  private:
   void Clean() {
-    for (const fs::path& p : created_) {
+    for (const fs::path &p : created_) {
       std::error_code ec;
       if (!fs::is_directory(p, ec) || !fs::is_empty(p, ec) || ec) return;
       fs::remove(p, ec);
@@ -195,11 +217,10 @@ class ReportFolder {
   std::vector<fs::path> created_;
 };
 
-std::string Notes(const watch::WatchRecording& r) {
+std::string Notes(const watch::WatchRecording &r) {
   std::string notes;
-  for (const std::string& n : r.notes) notes += "; " + n;
-  const leakbound_watch_counters& last =
-      r.samples.empty() ? r.at_start : r.samples.back().counters;
+  for (const std::string &n : r.notes) notes += "; " + n;
+  const leakbound_watch_counters &last = r.samples.empty() ? r.at_start : r.samples.back().counters;
   if (last.forks > 0) {
     notes += "; the program forked " + std::to_string(last.forks) +
              " time(s): children are not followed (their memory is their own)";
@@ -214,7 +235,7 @@ std::string Notes(const watch::WatchRecording& r) {
   return notes;
 }
 
-int Watch(const WatchOptions& options) {
+int Watch(const WatchOptions &options) {
   const watch::WatchPaths paths = watch::FindWatchPaths();
   ReportFolder folder(options.out);
   const watch::WatchRecording recording = watch::RecordProgram(options, paths);
@@ -232,8 +253,8 @@ int Watch(const WatchOptions& options) {
   report.meta.wall_seconds = recording.wall_seconds;
   report.meta.interrupted = recording.forwarded_signal != 0;
   report.workloads.push_back(Judge(trace));
-  if (recording.Failed() && report.workloads.back().evidence.find(recording.Ending()) ==
-                                std::string::npos) {
+  if (recording.Failed() &&
+      report.workloads.back().evidence.find(recording.Ending()) == std::string::npos) {
     report.workloads.back().evidence += " (the program " + recording.Ending() + ")";
   }
 
@@ -246,8 +267,9 @@ int Watch(const WatchOptions& options) {
   reports::WriteFileAtomically(options.out / "report.html", reports::RenderHtml(report));
   PrintSummary(report, std::cout);
   std::cout << "\nprogram: " << recording.Ending() << ", " << recording.samples.size()
-            << (options.interval_ns ? " samples" : " steps") << "\nreports: "
-            << (options.out / "report.json").string() << ", report.md, report.html, trace.json\n";
+            << (options.interval_ns ? " samples" : " steps")
+            << "\nreports: " << (options.out / "report.json").string()
+            << ", report.md, report.html, trace.json\n";
 
   if (recording.forwarded_signal == SIGINT) return 130;
   if (recording.forwarded_signal != 0) return 128 + recording.forwarded_signal;
@@ -260,15 +282,15 @@ int Watch(const WatchOptions& options) {
 
 }  // namespace
 
-int WatchMain(int argc, char** argv) {
+int WatchMain(int argc, char **argv) {
   try {
     const Parsed parsed = Parse(argc, argv);
     if (parsed.help_only) return kOk;
     return Watch(parsed.options);
-  } catch (const WatchUsageError& e) {
+  } catch (const WatchUsageError &e) {
     std::cerr << "leakbound watch: " << e.what() << "\n(see `leakbound watch --help`)\n";
     return kUsage;
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     std::cerr << "leakbound watch: internal error: " << e.what()
               << "\nplease report it with the command line\n";
     return kInternal;

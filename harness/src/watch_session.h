@@ -1,8 +1,10 @@
-// `leakbound watch` internals: the options, running the program under the preload and receiving
-// its records (watch_child.cc), and turning what arrived into a Trace (watch_trace.cc). The CLI
-// (watch_command.cc) only parses, calls these and writes the reports. docs/watch.md.
+// `leakbound watch` internals: the options, running the program under the
+// preload and receiving its records (watch_child.cc), and turning what arrived
+// into a Trace (watch_trace.cc). The CLI (watch_command.cc) only parses, calls
+// these and writes the reports. docs/watch.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -12,7 +14,8 @@
 #include <vector>
 
 #include "leakbound/harness/trace.h"
-// watch/include is not (yet) on leakbound_harness's include path: see docs/watch.md, "Build".
+// watch/include is not (yet) on leakbound_harness's include path: see
+// docs/watch.md, "Build".
 #include "../../watch/include/leakbound/watch/channel.h"
 
 namespace leakbound::harness::watch {
@@ -23,8 +26,8 @@ struct WatchUsageError : std::runtime_error {
 };
 
 struct WatchOptions {
-  std::string step_on;     // Python qualname, or empty
-  std::string step_range;  // NVTX range name, or empty
+  std::string step_on;            // Python qualname, or empty
+  std::string step_range;         // NVTX range name, or empty
   std::uint64_t interval_ns = 0;  // timer sampling, or 0
   int blocks = 3;
   int warmup_steps = -1;  // -1: detect
@@ -32,15 +35,19 @@ struct WatchOptions {
   std::filesystem::path out;
   bool keep_pymalloc = false;
   bool call_sites = true;
+  bool cuda = false;  // --cuda: expect a device side even if the program does
+                      // not look like CUDA
   std::vector<std::string> command;
 };
 
-// Where the pieces `watch` injects live (found next to the leakbound executable, or named by
-// LEAKBOUND_PRELOAD / LEAKBOUND_WATCH_PYTHON / LEAKBOUND_NVTX_INJECTION).
+// Where the pieces `watch` injects live (found next to the leakbound
+// executable, or named by LEAKBOUND_PRELOAD / LEAKBOUND_WATCH_PYTHON /
+// LEAKBOUND_NVTX_INJECTION / LEAKBOUND_CUDA_INJECTION).
 struct WatchPaths {
   std::filesystem::path preload;
   std::filesystem::path python;  // holds leakbound/ and sitecustomize/
   std::filesystem::path nvtx_injection;
+  std::filesystem::path cuda_injection;  // libleakbound_inject.so (CUDA_INJECTION64_PATH)
 };
 WatchPaths FindWatchPaths();
 
@@ -49,6 +56,9 @@ struct WatchSample {
   std::uint64_t seq = 0;
   std::uint64_t time_ns = 0;
   leakbound_watch_counters counters{};
+  bool has_device = false;  // a DEVICE record preceded this sample
+  std::array<std::uint64_t, LEAKBOUND_WATCH_VALUES> device{};
+  std::map<std::string, std::uint64_t> framework;  // COUNTER records ("torch.allocated_bytes")
 };
 
 struct SiteUpdate {
@@ -61,35 +71,48 @@ struct SiteUpdate {
 // Everything the program sent, and how it ended.
 struct WatchRecording {
   bool hello = false;
-  std::string heap_state = "unavailable: the preload never started in the program (is it a "
-                           "static executable, or setuid?)";
+  std::string heap_state =
+      "unavailable: the preload never started in the program (is it a "
+      "static executable, or setuid?)";
   leakbound_watch_counters at_start{};
   std::optional<leakbound_watch_counters> at_exit;  // BYE
   std::vector<WatchSample> samples;
   std::vector<SiteUpdate> site_updates;
   std::map<std::uint32_t, std::string> site_names;
   std::vector<std::string> notes;
+  std::map<std::string, std::string> probe_states;  // PROBE records: "cupti" -> "active", ...
+  // The device side: expected when the program looks like CUDA or with --cuda;
+  // when no injection reported, `device_absent_reason` says why (CUPTI's words
+  // where it has them).
+  bool device_expected = false;
+  std::string device_absent_reason;
   std::uint64_t malformed_records = 0;
+  // While receiving: DEVICE / COUNTER values waiting for their STEP, a PROBE
+  // state in pieces.
+  WatchSample pending;
+  std::string probe_piece;
   // How the program ended.
   bool exited = false;
   int exit_status = 0;
-  int term_signal = 0;         // killed by this signal (0: exited)
-  int forwarded_signal = 0;    // SIGINT/SIGTERM that watch received and forwarded
+  int term_signal = 0;       // killed by this signal (0: exited)
+  int forwarded_signal = 0;  // SIGINT/SIGTERM that watch received and forwarded
   double wall_seconds = 0;
   std::string Ending() const;  // "exited with status 0", "killed by SIGSEGV", ...
   bool Failed() const { return term_signal != 0 || (exited && exit_status != 0); }
 };
 
-// Runs options.command under the preload and collects its records until it exits. Throws
-// WatchUsageError when the command cannot be started (not found, not executable).
-WatchRecording RecordProgram(const WatchOptions& options, const WatchPaths& paths);
+// Runs options.command under the preload and collects its records until it
+// exits. Throws WatchUsageError when the command cannot be started (not found,
+// not executable).
+WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &paths);
 
-// The Trace of a recording (subject kind "watched"): warm-up detected or as configured, the rest
-// split into options.blocks blocks; ended_early / error set when too few steps arrived or the
-// program crashed. Pure.
-Trace BuildWatchTrace(const WatchRecording& recording, const WatchOptions& options);
+// The Trace of a recording (subject kind "watched"): warm-up detected or as
+// configured, the rest split into options.blocks blocks; ended_early / error
+// set when too few steps arrived or the program crashed. Pure.
+Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &options);
 
-// Fewest samples a judgement needs: one warm-up block and `blocks` blocks of kMinStepsPerBlock.
+// Fewest samples a judgement needs: one warm-up block and `blocks` blocks of
+// kMinStepsPerBlock.
 inline constexpr int kMinStepsPerBlock = 4;
 inline int MinimumSamples(int blocks) { return (blocks + 1) * kMinStepsPerBlock; }
 

@@ -1,12 +1,15 @@
-// `leakbound watch`: the Trace of what a watched program sent. A program decides its own length,
-// so the schedule is fitted afterwards: the last `blocks` x N samples are measured (N as large as
-// the samples allow once warm-up is known) and everything before them is warm-up. Too few
-// samples, or a program that crashed, is said in ended_early / error for Judge to report, never
-// guessed around. Pure: no clocks, no I/O.
+// `leakbound watch`: the Trace of what a watched program sent. A program
+// decides its own length, so the schedule is fitted afterwards: the last
+// `blocks` x N samples are measured (N as large as the samples allow once
+// warm-up is known) and everything before them is warm-up. Too few samples, or
+// a program that crashed, is said in ended_early / error for Judge to report,
+// never guessed around. Pure: no clocks, no I/O.
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <span>
 
+#include "leakbound/harness/cupti/observer.h"
 #include "leakbound/harness/verdict.h"
 #include "watch_session.h"
 
@@ -27,17 +30,18 @@ TraceCounter Counter(std::string name, std::string unit, bool judged, double bas
   return c;
 }
 
-// Warm-up steps given the measured-block length: detected from the judged exact series (first
-// block boundary after which block min/max stop changing), or, when they never settle (a leak,
-// or a foreign program's jitter), everything before the last `blocks` blocks.
-int FitSchedule(const std::vector<TraceCounter>& counters, int samples, int blocks,
-                int configured_warmup, bool* detected) {
+// Warm-up steps given the measured-block length: detected from the judged exact
+// series (first block boundary after which block min/max stop changing), or,
+// when they never settle (a leak, or a foreign program's jitter), everything
+// before the last `blocks` blocks.
+int FitSchedule(const std::vector<TraceCounter> &counters, int samples, int blocks,
+                int configured_warmup, bool *detected) {
   *detected = false;
   if (configured_warmup >= 0) return configured_warmup;
   const int block = samples / (blocks + 1);
   if (block < 1) return 0;
   std::vector<std::span<const double>> judged;
-  for (const TraceCounter& c : counters) {
+  for (const TraceCounter &c : counters) {
     if (c.judged) judged.emplace_back(c.values);
   }
   const int max_warmup_blocks = std::max(0, samples / block - blocks - kWarmupStableBlocks + 1);
@@ -49,11 +53,11 @@ int FitSchedule(const std::vector<TraceCounter>& counters, int samples, int bloc
   return block;
 }
 
-// Call sites whose survivors grew from the first measured block end to the last, at every
-// block end, largest growth first.
-void AddOutstanding(const WatchRecording& recording, Trace& trace) {
-  const std::vector<int> ends = BlockEnds(
-      Schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block});
+// Call sites whose survivors grew from the first measured block end to the
+// last, at every block end, largest growth first.
+void AddOutstanding(const WatchRecording &recording, Trace &trace) {
+  const std::vector<int> ends =
+      BlockEnds(Schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block});
   if (ends.empty() || recording.site_updates.empty()) return;
   struct SiteState {
     std::uint64_t bytes = 0, allocations = 0;
@@ -65,8 +69,8 @@ void AddOutstanding(const WatchRecording& recording, Trace& trace) {
   for (int end : ends) {
     while (next < recording.site_updates.size() &&
            recording.site_updates[next].before_sample <= static_cast<size_t>(end)) {
-      const SiteUpdate& u = recording.site_updates[next++];
-      SiteState& s = state[u.site];
+      const SiteUpdate &u = recording.site_updates[next++];
+      SiteState &s = state[u.site];
       const auto step = static_cast<std::int64_t>(u.before_sample);
       if (u.bytes > s.bytes && step >= trace.warmup_steps) {
         if (s.first_growth < 0) s.first_growth = step;
@@ -78,7 +82,7 @@ void AddOutstanding(const WatchRecording& recording, Trace& trace) {
     at_end.push_back(state);
   }
   std::vector<std::pair<std::uint64_t, std::uint32_t>> growing;  // (growth, site)
-  for (const auto& [site, last] : at_end.back()) {
+  for (const auto &[site, last] : at_end.back()) {
     const auto first = at_end.front().find(site);
     const std::uint64_t before = first == at_end.front().end() ? 0 : first->second.bytes;
     bool rising = last.bytes > before;
@@ -94,7 +98,7 @@ void AddOutstanding(const WatchRecording& recording, Trace& trace) {
   for (size_t b = 0; b < ends.size(); ++b) {
     OutstandingSnapshot snapshot;
     snapshot.step = ends[b];
-    for (const auto& [growth, site] : growing) {
+    for (const auto &[growth, site] : growing) {
       const auto it = at_end[b].find(site);
       if (it == at_end[b].end()) continue;
       const auto name = recording.site_names.find(site);
@@ -112,22 +116,90 @@ void AddOutstanding(const WatchRecording& recording, Trace& trace) {
   }
 }
 
+// A series sampled at some steps only (device, framework): before its first
+// value it is 0 (the ledger had seen nothing), afterwards the last value holds
+// until the next.
+TraceCounter Sparse(const CounterInfo &info, const std::string &probe,
+                    const std::vector<std::optional<std::uint64_t>> &values) {
+  TraceCounter c = Counter(info.name, info.unit, info.judged, 0, 0);
+  c.exact = info.exact;
+  c.probe = probe;
+  double last = 0;
+  for (const std::optional<std::uint64_t> &v : values) {
+    if (v) last = static_cast<double>(*v);
+    c.values.push_back(last);
+  }
+  c.final_value = last;
+  return c;
+}
+
+// The CUPTI ledger's counters (names, units and judged flags are CuptiProbe's),
+// with the probe state the injection reported, or why none reported. Only when
+// a device side was expected or arrived.
+void AddDeviceCounters(const WatchRecording &recording, Trace &trace) {
+  const auto state = recording.probe_states.find("cupti");
+  const bool any = std::any_of(recording.samples.begin(), recording.samples.end(),
+                               [](const WatchSample &s) { return s.has_device; });
+  if (state == recording.probe_states.end() && !any && !recording.device_expected) return;
+  trace.probes.push_back({"cupti", state != recording.probe_states.end()
+                                       ? state->second
+                                       : "unavailable: " + recording.device_absent_reason});
+  static const std::vector<CounterInfo> kInfos = [] {
+    cupti::CuptiObserver never_started;  // only for the probe's counter list
+    return cupti::CuptiProbe(never_started).Counters();
+  }();
+  for (size_t i = 0; i < kInfos.size() && i < LEAKBOUND_DEVICE_VALUE_COUNT; ++i) {
+    std::vector<std::optional<std::uint64_t>> values;
+    for (const WatchSample &s : recording.samples) {
+      values.push_back(s.has_device ? std::optional<std::uint64_t>(s.device[i]) : std::nullopt);
+    }
+    trace.counters.push_back(Sparse(kInfos[i], "cupti", values));
+  }
+}
+
+// Exact counters a framework read at each step ("torch.allocated_bytes"), probe
+// = the name's first component, state "active" unless the program said
+// otherwise.
+void AddFrameworkCounters(const WatchRecording &recording, Trace &trace) {
+  std::set<std::string> names;
+  for (const WatchSample &s : recording.samples) {
+    for (const auto &[name, value] : s.framework) names.insert(name);
+  }
+  std::set<std::string> probes;
+  for (const std::string &name : names) {
+    const std::string probe = name.substr(0, name.find('.'));
+    std::vector<std::optional<std::uint64_t>> values;
+    for (const WatchSample &s : recording.samples) {
+      const auto it = s.framework.find(name);
+      values.push_back(it == s.framework.end() ? std::nullopt
+                                               : std::optional<std::uint64_t>(it->second));
+    }
+    trace.counters.push_back(Sparse({name, "bytes", true, true, false}, probe, values));
+    if (probes.insert(probe).second) {
+      const auto state = recording.probe_states.find(probe);
+      trace.probes.push_back(
+          {probe, state == recording.probe_states.end() ? "active" : state->second});
+    }
+  }
+}
+
 }  // namespace
 
-Trace BuildWatchTrace(const WatchRecording& recording, const WatchOptions& options) {
+Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &options) {
   Trace trace;
   trace.subject.name = options.name;
   trace.subject.kind = "watched";
   trace.subject.expectation = reports::kPass;
   std::string command;
-  for (const std::string& arg : options.command) command += (command.empty() ? "" : " ") + arg;
+  for (const std::string &arg : options.command) command += (command.empty() ? "" : " ") + arg;
   trace.subject.description = "`" + command + "` (" + recording.Ending() + ")";
   trace.probes.push_back({"host", recording.hello ? recording.heap_state : recording.heap_state});
 
   const leakbound_watch_counters start = recording.at_start;
   const leakbound_watch_counters last =
       recording.samples.empty() ? start : recording.samples.back().counters;
-  // Until the schedule is known: the state when the preload started and the last sample.
+  // Until the schedule is known: the state when the preload started and the
+  // last sample.
   trace.counters = {
       Counter("host.heap_bytes", "bytes", true, start.heap_bytes, last.heap_bytes),
       Counter("host.heap_allocations", "count", true, start.heap_allocations,
@@ -139,16 +211,19 @@ Trace BuildWatchTrace(const WatchRecording& recording, const WatchOptions& optio
   };
   trace.counters[3].peak_of = "host.heap_bytes";
   std::uint64_t previous_ns = 0;
-  for (const WatchSample& s : recording.samples) {
-    const leakbound_watch_counters& c = s.counters;
+  for (const WatchSample &s : recording.samples) {
+    const leakbound_watch_counters &c = s.counters;
     const double values[] = {double(c.heap_bytes), double(c.heap_allocations),
                              double(c.mapped_bytes), double(c.heap_peak_bytes),
                              double(c.total_allocations)};
-    for (size_t i = 0; i < trace.counters.size(); ++i) trace.counters[i].values.push_back(values[i]);
+    for (size_t i = 0; i < trace.counters.size(); ++i)
+      trace.counters[i].values.push_back(values[i]);
     trace.step_ns.push_back(previous_ns == 0 ? 0.0 : double(s.time_ns - previous_ns));
     trace.probe_ns.push_back(0.0);
     previous_ns = s.time_ns;
   }
+  AddDeviceCounters(recording, trace);
+  AddFrameworkCounters(recording, trace);
 
   const int samples = static_cast<int>(recording.samples.size());
   const int blocks = options.blocks;
@@ -157,21 +232,22 @@ Trace BuildWatchTrace(const WatchRecording& recording, const WatchOptions& optio
     trace.error = "the program was " + recording.Ending() + " after " + std::to_string(samples) +
                   " " + unit + "; the series below is what arrived";
   } else if (recording.forwarded_signal != 0) {
-    trace.ended_early = "interrupted (" + recording.Ending() + ") after " +
-                        std::to_string(samples) + " " + unit;
+    trace.ended_early =
+        "interrupted (" + recording.Ending() + ") after " + std::to_string(samples) + " " + unit;
   }
   bool detected = false;
-  const int warmup = samples >= MinimumSamples(blocks)
-                         ? FitSchedule(trace.counters, samples, blocks, options.warmup_steps,
-                                       &detected)
-                         : 0;
+  const int warmup =
+      samples >= MinimumSamples(blocks)
+          ? FitSchedule(trace.counters, samples, blocks, options.warmup_steps, &detected)
+          : 0;
   const int per_block = (samples - std::min(warmup, samples)) / blocks;
   if (samples < MinimumSamples(blocks) || per_block < kMinStepsPerBlock) {
     if (trace.ended_early.empty()) {
       trace.ended_early =
           "only " + std::to_string(samples) + " " + unit + " arrived; judging needs at least " +
-          std::to_string(options.warmup_steps > 0 ? options.warmup_steps + blocks * kMinStepsPerBlock
-                                                  : MinimumSamples(blocks)) +
+          std::to_string(options.warmup_steps > 0
+                             ? options.warmup_steps + blocks * kMinStepsPerBlock
+                             : MinimumSamples(blocks)) +
           " (warm-up, then " + std::to_string(blocks) + " blocks of " +
           std::to_string(kMinStepsPerBlock) + "): " +
           (options.interval_ns > 0 ? "run the program longer or shorten --interval"
@@ -187,12 +263,14 @@ Trace BuildWatchTrace(const WatchRecording& recording, const WatchOptions& optio
   trace.blocks = blocks;
   trace.warmup_steps = samples - blocks * per_block;  // the remainder goes to warm-up
   trace.warmup_detected = detected;
-  // A program's exit is not a teardown and its start is not a setup (interpreters build their
-  // world before the first step, fill free lists and caches once, and leave it all to the OS at
-  // exit), so a watched trace has no baseline to return to: baseline and final are both the last
-  // sample, return-to-baseline is vacuous, and memory is judged on growth across blocks only.
-  // A one-time rise stays visible in the series and the peak. docs/watch.md, "Verdicts".
-  for (TraceCounter& c : trace.counters) {
+  // A program's exit is not a teardown and its start is not a setup
+  // (interpreters build their world before the first step, fill free lists and
+  // caches once, and leave it all to the OS at exit), so a watched trace has no
+  // baseline to return to: baseline and final are both the last sample,
+  // return-to-baseline is vacuous, and memory is judged on growth across blocks
+  // only. A one-time rise stays visible in the series and the peak.
+  // docs/watch.md, "Verdicts".
+  for (TraceCounter &c : trace.counters) {
     if (!c.judged) continue;
     c.baseline = c.values.back();
     c.final_value = c.values.back();

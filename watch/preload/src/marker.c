@@ -1,10 +1,12 @@
-/* Step markers and the channel of the `leakbound watch` preload: leakbound_step() samples the
- * counters and sends them to the parent as fixed-size records on the socket named by
- * LEAKBOUND_WATCH_FD; an optional timer thread does the same every LEAKBOUND_WATCH_INTERVAL_NS.
- * Only the process whose pid is LEAKBOUND_WATCH_PID reports: forked children (DataLoader
- * workers) and programs it execs keep their own counters in their own memory and stay silent,
- * so they can never corrupt the parent's series (docs/watch.md, "Forks"). What the marker itself
- * allocates (dladdr's lock, nothing else) is excluded from the counts. */
+/* Step markers and the channel of the `leakbound watch` preload:
+ * leakbound_step() samples the counters and sends them to the parent as
+ * fixed-size records on the socket named by LEAKBOUND_WATCH_FD; an optional
+ * timer thread does the same every LEAKBOUND_WATCH_INTERVAL_NS. Only the
+ * process whose pid is LEAKBOUND_WATCH_PID reports: forked children (DataLoader
+ * workers) and programs it execs keep their own counters in their own memory
+ * and stay silent, so they can never corrupt the parent's series
+ * (docs/watch.md, "Forks"). What the marker itself allocates (dladdr's lock,
+ * nothing else) is excluded from the counts. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,6 +29,7 @@ static _Atomic uint64_t g_forks;
 static uint64_t g_steps; /* guarded by g_marker_lock */
 static uint64_t g_ticks;
 static pthread_mutex_t g_marker_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(leakbound_watch_sampler) g_device_sampler; /* the CUDA injection's, or NULL */
 
 static uint64_t NowNs(void) {
   struct timespec now;
@@ -38,9 +41,10 @@ static int Followed(void) {
   return atomic_load_explicit(&g_followed, memory_order_relaxed) && getpid() == g_pid;
 }
 
-/* One record, one send: a SOCK_SEQPACKET message is delivered whole or not at all, and
- * MSG_NOSIGNAL turns a vanished parent into EPIPE (we stop reporting) instead of SIGPIPE. */
-static void Send(leakbound_watch_record* record) {
+/* One record, one send: a SOCK_SEQPACKET message is delivered whole or not at
+ * all, and MSG_NOSIGNAL turns a vanished parent into EPIPE (we stop reporting)
+ * instead of SIGPIPE. */
+static void Send(leakbound_watch_record *record) {
   record->magic = LEAKBOUND_WATCH_MAGIC;
   record->version = LEAKBOUND_WATCH_VERSION;
   record->pid = (uint32_t)g_pid;
@@ -54,14 +58,14 @@ static void Send(leakbound_watch_record* record) {
   }
 }
 
-static void CopyText(char* out, const char* text) {
+static void CopyText(char *out, const char *text) {
   size_t n = strlen(text);
   if (n >= LEAKBOUND_WATCH_TEXT) n = LEAKBOUND_WATCH_TEXT - 1;
   memcpy(out, text, n);
   out[n] = '\0';
 }
 
-static void Sample(leakbound_watch_counters* out) {
+static void Sample(leakbound_watch_counters *out) {
   leakbound_heap_stats stats;
   leakbound_heap_read(&stats);
   out->heap_bytes = stats.live_bytes;
@@ -74,16 +78,16 @@ static void Sample(leakbound_watch_counters* out) {
   leakbound_heap_reset_peak();
 }
 
-/* "symbol+0x12 (libfoo.so)" or "libfoo.so+0x1234" (no dynamic symbol: the report can be
- * symbolised further with addr2line on that offset). */
-static void NameOf(uintptr_t pc, char* out) {
+/* "symbol+0x12 (libfoo.so)" or "libfoo.so+0x1234" (no dynamic symbol: the
+ * report can be symbolised further with addr2line on that offset). */
+static void NameOf(uintptr_t pc, char *out) {
   Dl_info info;
   memset(&info, 0, sizeof info);
-  if (!dladdr((void*)pc, &info) || !info.dli_fname) {
+  if (!dladdr((void *)pc, &info) || !info.dli_fname) {
     CopyText(out, "?");
     return;
   }
-  const char* module = strrchr(info.dli_fname, '/');
+  const char *module = strrchr(info.dli_fname, '/');
   module = module ? module + 1 : info.dli_fname;
   char text[LEAKBOUND_WATCH_TEXT];
   if (info.dli_sname) {
@@ -101,12 +105,12 @@ typedef struct SiteReport {
 } SiteReport;
 
 static void SendSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocations,
-                     int first_time, void* context) {
+                     int first_time, void *context) {
   leakbound_watch_record record;
   memset(&record, 0, sizeof record);
   record.site = site;
   record.site_pc = pc;
-  record.seq = ((SiteReport*)context)->seq;
+  record.seq = ((SiteReport *)context)->seq;
   if (first_time) {
     record.kind = LEAKBOUND_WATCH_NAME;
     NameOf(pc, record.text);
@@ -126,25 +130,36 @@ static void Mark(leakbound_watch_kind kind) {
   memset(&record, 0, sizeof record);
   record.kind = (uint16_t)kind;
   record.seq = kind == LEAKBOUND_WATCH_STEP ? g_steps++ : g_ticks++;
-  Sample(&record.counters); /* first: the site scan below must not delay the sample */
+  Sample(&record.counters); /* first: the site scan below must not delay the
+                               sample */
   record.time_ns = NowNs();
   if (g_leakbound_sites_on) {
     SiteReport report = {record.seq};
     LeakboundSitesVisitChanged(SendSite, &report);
+  }
+  leakbound_watch_sampler sampler = atomic_load(&g_device_sampler);
+  if (sampler) {
+    leakbound_watch_record device;
+    memset(&device, 0, sizeof device);
+    device.kind = LEAKBOUND_WATCH_DEVICE;
+    device.seq = record.seq;
+    if (sampler(device.values, LEAKBOUND_WATCH_VALUES) > 0) Send(&device);
   }
   Send(&record);
   pthread_mutex_unlock(&g_marker_lock);
   leakbound_heap_exclude_end();
 }
 
-/* ---- exported markers (leakbound/watch/step.h, the Python module, the NVTX injection) ---- */
+/* ---- exported markers (leakbound/watch/step.h, the Python module, the NVTX
+ * injection) ---- */
 
 LB_EXPORT void leakbound_step(void) {
   if (Followed()) Mark(LEAKBOUND_WATCH_STEP);
 }
 
-/* A line for the report ("step-on: patched torch.optim.Optimizer.step and 12 overrides"). */
-LB_EXPORT void leakbound_note(const char* text) {
+/* A line for the report ("step-on: patched torch.optim.Optimizer.step and 12
+ * overrides"). */
+LB_EXPORT void leakbound_note(const char *text) {
   if (!Followed() || !text) return;
   leakbound_heap_exclude_begin();
   leakbound_watch_record record;
@@ -155,16 +170,67 @@ LB_EXPORT void leakbound_note(const char* text) {
   leakbound_heap_exclude_end();
 }
 
+/* One CUDA injection per process (channel.h): a second copy of the library is
+ * told so. */
+static _Atomic int g_device_claimed;
+LB_EXPORT int leakbound_watch_claim_device(void) {
+  if (!Followed()) return 0;
+  return atomic_exchange(&g_device_claimed, 1) ? 2 : 1;
+}
+
+/* The CUDA injection's device sampler, called at every marker from now on
+ * (channel.h). */
+LB_EXPORT void leakbound_watch_set_device_sampler(leakbound_watch_sampler sampler) {
+  if (Followed()) atomic_store(&g_device_sampler, sampler);
+}
+
+/* A probe's state for the report ("cupti", "active" / "unavailable: <why>"), in
+ * pieces of at most LEAKBOUND_WATCH_TEXT - 1 bytes. */
+LB_EXPORT void leakbound_probe_state(const char *probe, const char *state) {
+  if (!Followed() || !probe || !state) return;
+  leakbound_heap_exclude_begin();
+  char text[4096];
+  snprintf(text, sizeof text, "%s\t%s", probe, state);
+  const size_t piece = LEAKBOUND_WATCH_TEXT - 1;
+  const size_t length = strlen(text);
+  for (size_t at = 0; at < length || at == 0; at += piece) {
+    leakbound_watch_record record;
+    memset(&record, 0, sizeof record);
+    record.kind = LEAKBOUND_WATCH_PROBE;
+    const size_t n = length - at < piece ? length - at : piece;
+    memcpy(record.text, text + at, n);
+    record.site = at + n < length ? 1 : 0;
+    Send(&record);
+    if (length == 0) break;
+  }
+  leakbound_heap_exclude_end();
+}
+
+/* One exact counter a framework reads at the step ("torch.allocated_bytes"):
+ * call it just before the marker; the value belongs to the step that marker
+ * ends. */
+LB_EXPORT void leakbound_note_counter(const char *name, unsigned long long value) {
+  if (!Followed() || !name) return;
+  leakbound_watch_record record;
+  memset(&record, 0, sizeof record);
+  record.kind = LEAKBOUND_WATCH_COUNTER;
+  CopyText(record.text, name);
+  record.values[0] = value;
+  Send(&record);
+}
+
 /* 1 in the process `leakbound watch` follows. */
 LB_EXPORT int leakbound_watching(void) { return Followed(); }
 
-/* ---- timer sampling (--interval) ---------------------------------------------------------- */
+/* ---- timer sampling (--interval)
+ * ---------------------------------------------------------- */
 
 static uint64_t g_interval_ns;
 
-static void* TimerThread(void* unused) {
+static void *TimerThread(void *unused) {
   (void)unused;
-  leakbound_heap_exclude_begin(); /* nothing this thread does is the program's */
+  leakbound_heap_exclude_begin(); /* nothing this thread does is the program's
+                                   */
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   while (Followed()) {
@@ -178,21 +244,23 @@ static void* TimerThread(void* unused) {
   return NULL;
 }
 
-/* ---- lifetime ----------------------------------------------------------------------------- */
+/* ---- lifetime
+ * -----------------------------------------------------------------------------
+ */
 
 static void CountFork(void) { atomic_fetch_add(&g_forks, 1); }
 static void ForgetInChild(void) { atomic_store(&g_followed, 0); }
 
-static long EnvNumber(const char* name, long fallback) {
-  const char* text = getenv(name);
+static long EnvNumber(const char *name, long fallback) {
+  const char *text = getenv(name);
   if (!text || !*text) return fallback;
-  char* end = NULL;
+  char *end = NULL;
   long value = strtol(text, &end, 10);
   return (end && *end == '\0') ? value : fallback;
 }
 
 __attribute__((constructor(103))) static void StartWatch(void) {
-  const char* sites = getenv(LEAKBOUND_WATCH_ENV_SITES);
+  const char *sites = getenv(LEAKBOUND_WATCH_ENV_SITES);
   g_leakbound_sites_on = !(sites && strcmp(sites, "0") == 0);
   long fd = EnvNumber(LEAKBOUND_WATCH_ENV_FD, -1);
   long pid = EnvNumber(LEAKBOUND_WATCH_ENV_PID, -1);

@@ -11,9 +11,15 @@
 
 Pure Python: calls the marker the preload exports (``leakbound_step``) through ctypes. Without
 `leakbound watch` every call is a no-op, so the program runs unchanged.
+
+Framework counters: once the program has imported ``torch`` and ``torch.cuda.is_available()``,
+each step also sends ``torch.cuda.memory_allocated()`` and ``memory_reserved()`` (exact counters
+``torch.allocated_bytes`` / ``torch.reserved_bytes``), read just before the marker. The module
+never imports torch itself.
 """
 
 import ctypes as _ctypes
+import sys as _sys
 
 __all__ = ["step", "mark", "note", "watching"]
 
@@ -29,17 +35,49 @@ def _resolve():
         note_fn.argtypes = [_ctypes.c_char_p]
         watching_fn = process.leakbound_watching
         watching_fn.restype = _ctypes.c_int
-        return marker, note_fn, watching_fn
+        try:
+            counter_fn = process.leakbound_note_counter
+            counter_fn.restype = None
+            counter_fn.argtypes = [_ctypes.c_char_p, _ctypes.c_ulonglong]
+        except AttributeError:
+            counter_fn = None
+        return marker, note_fn, watching_fn, counter_fn
     except (OSError, AttributeError):
-        return None, None, None
+        return None, None, None, None
 
 
-_marker, _note, _watching = _resolve()
+_marker, _note, _watching, _note_counter = _resolve()
+_torch_cuda = None  # None: not checked yet; False: no torch with CUDA; else torch.cuda
+
+
+def _framework_counters():
+    """Sends torch's caching-allocator counters when torch is imported and CUDA available."""
+    global _torch_cuda
+    if _torch_cuda is False or _note_counter is None:
+        return
+    if _torch_cuda is None:
+        torch = _sys.modules.get("torch")
+        if torch is None:
+            return  # not imported (yet): check again at the next step
+        try:
+            _torch_cuda = torch.cuda if torch.cuda.is_available() else False
+        except Exception:  # a broken or CPU-only torch: no framework counters
+            _torch_cuda = False
+        if _torch_cuda is False:
+            return
+    try:
+        allocated = int(_torch_cuda.memory_allocated())
+        reserved = int(_torch_cuda.memory_reserved())
+    except Exception:
+        return
+    _note_counter(b"torch.allocated_bytes", allocated)
+    _note_counter(b"torch.reserved_bytes", reserved)
 
 
 def mark():
     """Marks the end of one step now."""
     if _marker is not None:
+        _framework_counters()
         _marker()
 
 

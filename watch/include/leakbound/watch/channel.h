@@ -1,7 +1,8 @@
-/* The channel from a watched program to `leakbound watch`: fixed-size records written with one
- * write(2) each to the pipe whose descriptor is in LEAKBOUND_WATCH_FD (docs/watch.md). A record
- * is smaller than PIPE_BUF, so records from several threads never interleave, and writing one
- * needs no allocation and no lock (write is async-signal-safe). Shared by the preload (C) and
+/* The channel from a watched program to `leakbound watch`: fixed-size records
+ * sent with one send(2) each on the SOCK_SEQPACKET socket whose descriptor is
+ * in LEAKBOUND_WATCH_FD (docs/watch.md). A record is one message, so records
+ * from several threads never interleave, and sending one needs no allocation
+ * and no lock. Shared by the preload and the NVTX/CUDA injections (C, C++) and
  * the parent (C++). */
 #ifndef LEAKBOUND_WATCH_CHANNEL_H_
 #define LEAKBOUND_WATCH_CHANNEL_H_
@@ -13,16 +14,17 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 1
-#define LEAKBOUND_WATCH_TEXT 192 /* note text, call-site names */
+#define LEAKBOUND_WATCH_VERSION 2
+#define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
+#define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
 
 /* Environment the parent sets for the child. */
 #define LEAKBOUND_WATCH_ENV_FD "LEAKBOUND_WATCH_FD"
-#define LEAKBOUND_WATCH_ENV_PID "LEAKBOUND_WATCH_PID"           /* the one process followed */
+#define LEAKBOUND_WATCH_ENV_PID "LEAKBOUND_WATCH_PID"              /* the one process followed */
 #define LEAKBOUND_WATCH_ENV_INTERVAL "LEAKBOUND_WATCH_INTERVAL_NS" /* timer sampling */
-#define LEAKBOUND_WATCH_ENV_SITES "LEAKBOUND_WATCH_SITES"        /* "0": no call sites */
-#define LEAKBOUND_WATCH_ENV_STEP_ON "LEAKBOUND_STEP_ON"           /* Python qualname */
-#define LEAKBOUND_WATCH_ENV_STEP_RANGE "LEAKBOUND_STEP_RANGE"     /* NVTX range name */
+#define LEAKBOUND_WATCH_ENV_SITES "LEAKBOUND_WATCH_SITES"          /* "0": no call sites */
+#define LEAKBOUND_WATCH_ENV_STEP_ON "LEAKBOUND_STEP_ON"            /* Python qualname */
+#define LEAKBOUND_WATCH_ENV_STEP_RANGE "LEAKBOUND_STEP_RANGE"      /* NVTX range name */
 
 typedef enum leakbound_watch_kind {
   LEAKBOUND_WATCH_HELLO = 1, /* the preload started in the followed process (counters: now) */
@@ -31,18 +33,55 @@ typedef enum leakbound_watch_kind {
   LEAKBOUND_WATCH_SITE = 4,  /* one call site's survivors changed (precedes its STEP/TICK) */
   LEAKBOUND_WATCH_NAME = 5,  /* a call site's symbol, sent once, before its first SITE */
   LEAKBOUND_WATCH_NOTE = 6,  /* a message for the report (e.g. --step-on resolution) */
-  LEAKBOUND_WATCH_BYE = 7    /* the process is exiting normally (counters at exit) */
+  LEAKBOUND_WATCH_BYE = 7,   /* the process is exiting normally (counters at exit) */
+  /* Device and framework counters (the CUDA injection, the Python module), each
+   * sent just before the STEP/TICK record they belong to, with that record's
+   * seq. */
+  LEAKBOUND_WATCH_DEVICE = 8,  /* values[]: the CUPTI ledger, leakbound_watch_device_value order */
+  LEAKBOUND_WATCH_COUNTER = 9, /* text: an exact counter's name ("torch.allocated_bytes"),
+                                  values[0]: its value */
+  LEAKBOUND_WATCH_PROBE = 10   /* text: "probe\tstate" ("cupti\tactive"); long states come in
+                                  pieces, site = 1 on every piece but the last */
 } leakbound_watch_kind;
 
 typedef struct leakbound_watch_counters {
   uint64_t heap_bytes;        /* leakbound_heap_stats.live_bytes */
   uint64_t heap_allocations;  /* live_allocations */
-  uint64_t heap_peak_bytes;   /* peak since the previous sample (reset at each sample) */
+  uint64_t heap_peak_bytes;   /* peak since the previous sample (reset at each
+                                 sample) */
   uint64_t total_allocations; /* cumulative */
   uint64_t untracked_allocations;
   uint64_t mapped_bytes; /* anonymous mmap'd bytes still mapped */
   uint64_t forks;        /* fork()s this process made (children are not followed) */
 } leakbound_watch_counters;
+
+/* DEVICE values, in CuptiProbe's counter order (harness/cupti/observer.h). */
+typedef enum leakbound_watch_device_value {
+  LEAKBOUND_DEVICE_BYTES = 0,
+  LEAKBOUND_DEVICE_POOL_BYTES,
+  LEAKBOUND_DEVICE_POOL_RESERVED_BYTES,
+  LEAKBOUND_DEVICE_STATIC_BYTES,
+  LEAKBOUND_DEVICE_MANAGED_BYTES,
+  LEAKBOUND_DEVICE_PINNED_BYTES,
+  LEAKBOUND_DEVICE_LIVE_ALLOCATIONS,
+  LEAKBOUND_DEVICE_UNMATCHED_RELEASES,
+  LEAKBOUND_DEVICE_DROPPED_RECORDS,
+  LEAKBOUND_DEVICE_VALUE_COUNT
+} leakbound_watch_device_value;
+
+/* What the preload exports for the other injected pieces (resolved with dlsym):
+ * a sampler called at every step marker, before the STEP record is sent, that
+ * fills at most `capacity` values and returns how many (0: nothing to send). It
+ * runs on the marking thread with the marker's lock held and its allocations
+ * excluded from the host counters. */
+typedef unsigned (*leakbound_watch_sampler)(uint64_t *values, unsigned capacity);
+typedef void (*leakbound_watch_set_device_sampler_fn)(leakbound_watch_sampler sampler);
+/* leakbound_watch_claim_device(): 1 for the first CUDA injection in the
+ * followed process, 2 when one already claimed it (a second copy of the
+ * library), 0 outside the followed process. */
+typedef int (*leakbound_watch_claim_device_fn)(void);
+typedef void (*leakbound_watch_probe_state_fn)(const char *probe, const char *state);
+typedef void (*leakbound_watch_note_counter_fn)(const char *name, unsigned long long value);
 
 typedef struct leakbound_watch_record {
   uint32_t magic;
@@ -53,10 +92,12 @@ typedef struct leakbound_watch_record {
   uint64_t seq;     /* STEP: step index; TICK: tick index; SITE: the step it precedes */
   uint64_t time_ns; /* CLOCK_MONOTONIC */
   leakbound_watch_counters counters;
-  uint64_t site_bytes;       /* SITE: bytes of that site's survivors */
-  uint64_t site_allocations; /* SITE: their number */
-  uint64_t site_pc;          /* SITE / NAME: return address of the allocation call */
-  char text[LEAKBOUND_WATCH_TEXT]; /* NOTE / NAME / HELLO (heap state), NUL-terminated */
+  uint64_t site_bytes;                     /* SITE: bytes of that site's survivors */
+  uint64_t site_allocations;               /* SITE: their number */
+  uint64_t site_pc;                        /* SITE / NAME: return address of the allocation call */
+  char text[LEAKBOUND_WATCH_TEXT];         /* NOTE / NAME / HELLO (heap state),
+                                              NUL-terminated */
+  uint64_t values[LEAKBOUND_WATCH_VALUES]; /* DEVICE / COUNTER */
 } leakbound_watch_record;
 
 #ifdef __cplusplus
