@@ -3,8 +3,10 @@
 # binaries carried from a build machine (ci/package-gpu.sh) or, when the build dependencies are
 # there, builds them. It runs the gpu tests, the stress harness on every workload with
 # --device cuda (CUPTI observer on), compute-sanitizer --leak-check full on the GPU tests when
-# installed, and bench_leakbound when built, writes everything into one output folder and diffs
-# the run against baselines/h200/. Budget: under 8 minutes on an H200.
+# installed, bench_leakbound when built, and `leakbound watch` on two PyTorch CUDA programs (a
+# summed-loss leak and its clean twin, with the CUDA injection and torch's counters), writes
+# everything into one output folder and diffs the run against baselines/h200/. Budget: under 8
+# minutes on an H200.
 # Usage: ci/nightly-gpu.sh [--carried DIR] [--out DIR] [--update-baselines]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +22,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "nightly-gpu: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
+mkdir -p "$out" "$out/watch"
 log="$out/nightly.log"
 exec > >(tee -a "$log") 2>&1
 start=$SECONDS
@@ -77,6 +79,31 @@ if [[ -n $bench ]]; then
     --benchmark_out="$out/bench.json" --benchmark_out_format=json | tail -30
 else
   echo "bench_leakbound not built: skipped"
+fi
+
+stage "watch: PyTorch CUDA programs (CUPTI injection, torch.cuda counters)"
+# Expected: sum_loss exits 1 (unbounded-growth on host.heap_bytes and torch.allocated_bytes),
+# clean exits 0. The reports (report.json/.md, trace.json) are kept under $out/watch/.
+if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  for bug in sum_loss clean; do
+    want=0; [[ $bug == sum_loss ]] && want=1
+    timeout 90 "$lb" watch --cuda --step-on torch.optim.SGD.step --name "torch_cuda_$bug" \
+      --out "$out/watch/torch_cuda_$bug" -- python3 watch/tests/programs/torch_cuda_mlp.py "$bug" 200 \
+      >"$out/watch/torch_cuda_$bug.log" 2>&1
+    rc=$?
+    tail -12 "$out/watch/torch_cuda_$bug.log"
+    python3 - "$out/watch/torch_cuda_$bug/trace.json" <<'PY' || true
+import json, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+print("  probes:", "; ".join(p["name"] + " " + p["state"][:120] for p in t["probes"]))
+for c in t["counters"]:
+    if c["name"].split(".")[0] in ("cupti", "torch") and c["values"]:
+        print("  %-28s first %14.0f last %14.0f" % (c["name"], c["values"][0], c["values"][-1]))
+PY
+    [[ $rc -ne $want ]] && { echo "watch torch_cuda_$bug: exit $rc, want $want"; status=1; }
+  done
+else
+  echo "python3 has no torch with CUDA on this machine: watch stage skipped" | tee "$out/watch.log"
 fi
 
 stage "diff against baselines/h200"

@@ -2,7 +2,9 @@
 # Builds the CUDA configuration here and bundles what the nightly GPU job runs into one folder
 # (default .gpu-carry/, git-ignored) for a bare GPU machine that has the CUDA toolkit but no
 # Debian dev packages and no network: the binaries, the non-system shared libraries they need
-# (OpenBLAS, libgfortran, Google Benchmark), RPATH set to $ORIGIN plus the toolkit's lib dirs.
+# (OpenBLAS, libgfortran, Google Benchmark), RPATH set to $ORIGIN plus the toolkit's lib dirs;
+# and what `leakbound watch` injects (lib/: the preload, the NVTX and CUDA injections;
+# share/leakbound/python: the Python module), where leakbound finds them next to bin/.
 # Usage: ci/package-gpu.sh [DEST]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,12 @@ bins=(harness/leakbound runtime/tests/runtime_tests runtime/cuda/cuda_backend_te
 for b in "${bins[@]}"; do
   [[ -x build/default/$b ]] && cp "build/default/$b" "$dest/bin/"
 done
+mkdir -p "$dest/lib" "$dest/share/leakbound"
+for lib in watch/preload/libleakbound_preload.so watch/nvtx/libleakbound_nvtx_inject.so \
+           watch/inject/libleakbound_inject.so; do
+  [[ -f build/default/$lib ]] && cp "build/default/$lib" "$dest/lib/"
+done
+[[ -d build/default/watch/python ]] && cp -r build/default/watch/python "$dest/share/leakbound/"
 # Shared libraries that are neither glibc/libstdc++ nor part of the CUDA toolkit.
 for b in "$dest"/bin/*; do
   ldd "$b" | awk '/=> \//{print $3}' | while read -r lib; do
@@ -31,7 +39,7 @@ for b in "$dest"/bin/*; do
     esac
   done
 done
-for f in "$dest"/bin/*; do
+for f in "$dest"/bin/* "$dest"/lib/*.so; do
   patchelf --set-rpath '$ORIGIN:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/targets/x86_64-linux/lib' "$f" 2>/dev/null || true
 done
 git rev-parse HEAD >"$dest/COMMIT"
