@@ -149,6 +149,7 @@ struct RunFlags {
   std::string device = "cpu";
   int blocks = 3;
   int steps = 16;
+  int confirm_blocks = -1;
   std::string warmup = "auto";
   int threads = 1;
   std::string seed = "1";
@@ -162,8 +163,15 @@ void AddRunFlags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--blocks,-b", f.blocks, "measured blocks")
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();
-  cmd->add_option("--steps,-n", f.steps, "steps per block")
+  cmd->add_option("--steps,-n", f.steps,
+                  "steps per block (at least 4, and at least each workload's period)")
       ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--confirm-blocks", f.confirm_blocks,
+                  "blocks run after a one-time rise of an exact counter, to see whether it rises "
+                  "again (growth) or not (judged on return to baseline); -1: as many as --blocks, "
+                  "0: none")
+      ->check(CLI::Range(-1, 1000))
       ->capture_default_str();
   cmd->add_option("--warmup,-w", f.warmup,
                   "warm-up steps in [0, 1000000], or 'auto': the first block boundary after which "
@@ -186,6 +194,7 @@ lb::harness::SuiteOptions ToSuiteOptions(const RunFlags& f) {
   o.run.device = ParseDevice(f.device);
   o.run.blocks = f.blocks;
   o.run.steps_per_block = f.steps;
+  o.run.confirm_blocks = f.confirm_blocks;
   if (f.warmup == "auto") {
     o.run.warmup_steps = -1;
   } else {

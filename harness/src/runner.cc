@@ -121,6 +121,11 @@ void ValidateRunOptions(const RunOptions& o) {
     bad("confirmation blocks must be -1 (as many as --blocks), 0 (none) or at most 1000, got " +
         std::to_string(o.confirm_blocks));
   }
+  if (o.confirm_blocks == 0 && o.blocks < 3) {
+    bad("with no confirmation blocks, 2 blocks have one transition, so a rise could never recur "
+        "and no leak would be called growth; pass --blocks 3 or more, or leave --confirm-blocks "
+        "at -1");
+  }
 }
 
 void ValidateScheduleFor(const RunOptions& o, const workloads::WorkloadInfo& info) {
