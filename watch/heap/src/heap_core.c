@@ -1,49 +1,65 @@
-/* The hook core of the exact host-heap interposer: per-allocation records and lock-free counters.
- * The front ends (interpose_glibc.c, interpose_sanitizer.c, later the `watch` preload) call the
- * LeakboundHeapOn* functions from inside malloc/free; nothing here allocates, locks or blocks.
+/* The hook core of the exact host-heap interposer: per-allocation records and per-thread counters.
+ * The front ends (interpose_glibc.c, interpose_sanitizer.c, the `watch` preload) call the
+ * LeakboundHeapOn* functions from inside malloc/free; nothing here allocates, locks or blocks, and
+ * the fast path has no lock-prefixed instruction.
  *
- * Metadata: a lock-free open-addressing table keyed by the block's address, mmap'd once
- * (MAP_NORESERVE: 64 MiB of address space, pages committed as they are first touched). Chosen
- * over a header in front of each block because (1) the user pointer stays glibc's own, so
- * malloc_usable_size, memalign and realloc need no translation and a pointer we never saw
- * (allocated before the library loaded, by ld.so, or while excluded) is simply not found;
- * (2) the same table serves the sanitizer mode, where no header can be added. The price: one
- * CAS per recorded allocation and a probe per free (about +20 ns per malloc/free pair here, see
- * docs/heap.md), and the table's resident pages (below).
- * Slot index = (address >> 5) plus a hash of the 128 MiB region the address lies in: distinct
- * live glibc blocks are >= 32 bytes apart, so neighbours in the heap take neighbouring slots
- * without colliding, and the table commits about half the span of the small-block heap (16-byte
- * records per 32 bytes of address), at most 64 MiB. A free clears its slot to a tombstone; an
- * insert reuses tombstones; probes are bounded (kMaxProbe), and a block that finds no slot is
- * counted in untracked_allocations (not in live_bytes) and the state says "degraded".
- * Record: key + one word of size (40 bits, up to 1 TiB) and call-site id (24 bits, 0 for now:
- * room for `leakbound watch`'s per-call-site outstanding bytes).
+ * Records: a direct-mapped table keyed by the block's address. The address space is cut into 128
+ * MiB regions; a region's records are mmap'd (MAP_NORESERVE, raw syscall so that no interposed mmap
+ * sees it) when its first block is recorded, one 16-byte record per granule of 32 bytes (glibc:
+ * distinct live blocks are >= MINSIZE = 32 bytes apart) or 16 bytes (sanitizer allocators:
+ * LEAKBOUND_HEAP_GRANULE_SHIFT=4). Two live blocks therefore never share a record: the record of a
+ * live block belongs to whoever holds the block, so malloc writes it and free clears it with plain
+ * stores, ordered by the allocator's own hand-over of the address (free before the next malloc that
+ * returns it). A record still set when malloc returns its granule again is stale (that block's free
+ * bypassed the hooks): its bytes are dropped from the books. Chosen over a header in front of each
+ * block because the user pointer stays the allocator's own (malloc_usable_size, memalign and
+ * realloc need no translation), a pointer never recorded (allocated before the library loaded, by
+ * ld.so, or while excluded) is simply not found, and the sanitizer mode can use it too. The price:
+ * committed pages of half the span of the small-block heap (16 bytes per 32), and 64 MiB of address
+ * space per region touched. Record: key + one word of size (40 bits, up to 1 TiB) and call-site id
+ * (24 bits, 0 unless the front end passes one: `leakbound watch`'s per-call-site outstanding
+ * bytes).
  *
- * Counters: live_bytes and peak_bytes are process-wide atomics (the peak needs the exact sum at
- * each allocation); live_allocations and the totals sit in per-thread slots written only by
- * their owner (relaxed load + store, no lock prefix) and summed by leakbound_heap_read. A slot
- * keeps its values when its thread exits and is reused by the next thread, so the sum stays
- * exact; when all slots are taken, threads share slot 0 with atomic read-modify-writes. */
+ * Counters: every figure sits in a per-thread slot written only by its owner (relaxed load + store,
+ * no lock prefix) and summed by leakbound_heap_read, so live bytes and allocations are exact
+ * whenever the threads are quiet. A slot's live bytes are its thread's allocations minus its frees
+ * (negative when it frees others' blocks). A slot keeps its values when its thread exits and is
+ * reused by the next thread; when all slots are taken, threads share slot 0 with atomic
+ * read-modify-writes. The peak is per slot too: each slot keeps the high-water mark of its own live
+ * bytes since the last reset, and peak_bytes is their sum, an upper bound of the process-wide
+ * high-water mark that equals it when one thread moves the heap between resets. */
+#define _GNU_SOURCE 1
 #include "heap_core.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "leakbound/watch/heap.h"
 
 #define LB_TLS __thread __attribute__((tls_model("initial-exec")))
+#define LB_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LB_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#ifndef LEAKBOUND_HEAP_GRANULE_SHIFT
+#define LEAKBOUND_HEAP_GRANULE_SHIFT 5 /* glibc's MINSIZE on 64-bit */
+#endif
 
 enum {
-  kTableBits = 22,     /* 4 Mi slots x 16 bytes = 64 MiB of address space */
-  kMaxProbe = 64,      /* slots an insert or lookup inspects at most */
-  kThreadSlots = 1024, /* per-thread counter slots; slot 0 is shared */
-  kSizeBits = 40,      /* meta word: size in the low bits, call site above */
+  kGranuleShift = LEAKBOUND_HEAP_GRANULE_SHIFT,
+  kRegionBits = 27,         /* 128 MiB of address space per region */
+  kAddressBits = 47,        /* user space without 5-level paging hints */
+  kThreadSlots = 1024,      /* per-thread counter slots; slot 0 is shared */
+  kSizeBits = 40,           /* meta word: size in the low bits, call site above */
+  kSiteMax = (1 << 24) - 1, /* the largest call-site id a record holds */
 };
 static const uintptr_t kEmpty = 0;
-static const uintptr_t kTombstone = 1; /* never a block address (blocks are aligned) */
+static const size_t kRegions = (size_t)1 << (kAddressBits - kRegionBits);
+static const size_t kRecordsPerRegion = (size_t)1 << (kRegionBits - kGranuleShift);
+static const uint64_t kSizeMask = ((uint64_t)1 << kSizeBits) - 1;
 
 typedef struct Record {
   _Atomic uintptr_t key;
@@ -53,56 +69,54 @@ typedef struct Record {
 typedef struct ThreadCounters {
   _Atomic int owned;
   int shared;
-  _Atomic int64_t live_allocations;
-  _Atomic uint64_t total_allocations;
-  _Atomic uint64_t total_bytes;
-  _Atomic uint64_t untracked_allocations;
+  _Atomic int64_t live_bytes;  /* this slot's allocations minus its frees, in bytes */
+  _Atomic int64_t peak_bytes;  /* high-water mark of live_bytes since the last reset */
+  _Atomic int64_t allocations; /* counted allocations made on this slot */
+  _Atomic int64_t frees;       /* frees of counted blocks made on this slot */
+  _Atomic int64_t total_bytes;
+  _Atomic int64_t untracked_allocations;
 } __attribute__((aligned(64))) ThreadCounters;
 
-static _Atomic(Record*) g_table;
-static _Atomic int g_table_failed;
-static _Atomic uint64_t g_live_bytes;
-static _Atomic uint64_t g_peak_bytes;
+/* One TLS block, so a hook computes the thread pointer offset once. counting is the slot while this
+ * thread's allocations are counted, NULL while it is excluded or has no slot yet. */
+typedef struct ThreadState {
+  ThreadCounters *counting;
+  ThreadCounters *counters;
+  int exclude_depth;
+} ThreadState;
+
+static _Atomic(Record *) g_regions[(size_t)1 << (kAddressBits - kRegionBits)]; /* 8 MiB, bss */
 static _Atomic int g_paused;
 static _Atomic int g_degraded;
 static ThreadCounters g_threads[kThreadSlots] = {{.owned = 1, .shared = 1}};
 static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at least once */
 static pthread_key_t g_release_key;
 static _Atomic int g_release_key_ready;
-static const char* g_mode = "none";
-static const char* g_unavailable = "interposer not initialised";
+static const char *g_mode = "none";
+static const char *g_unavailable = "interposer not initialised";
 
-static LB_TLS int t_exclude_depth;
-static LB_TLS ThreadCounters* t_counters;
+static LB_TLS ThreadState t_state;
 
 /* ---- per-thread counters ---------------------------------------------------------------- */
 
-static void AddSigned(ThreadCounters* c, _Atomic int64_t* field, int64_t delta) {
-  if (c->shared) {
-    atomic_fetch_add_explicit(field, delta, memory_order_relaxed);
-  } else {
-    atomic_store_explicit(field, atomic_load_explicit(field, memory_order_relaxed) + delta,
-                          memory_order_relaxed);
-  }
+static inline int64_t Load(_Atomic int64_t *field) {
+  return atomic_load_explicit(field, memory_order_relaxed);
 }
 
-static void AddUnsigned(ThreadCounters* c, _Atomic uint64_t* field, uint64_t delta) {
-  if (c->shared) {
-    atomic_fetch_add_explicit(field, delta, memory_order_relaxed);
-  } else {
-    atomic_store_explicit(field, atomic_load_explicit(field, memory_order_relaxed) + delta,
-                          memory_order_relaxed);
-  }
+/* The owner's add: a plain load and store, no lock prefix. */
+static inline void Bump(_Atomic int64_t *field, int64_t delta) {
+  atomic_store_explicit(field, Load(field) + delta, memory_order_relaxed);
 }
 
-static void ReleaseThreadCounters(void* slot) {
-  ThreadCounters* c = (ThreadCounters*)slot;
-  t_counters = NULL;
+static void ReleaseThreadCounters(void *slot) {
+  ThreadCounters *c = (ThreadCounters *)slot;
+  t_state.counters = NULL;
+  t_state.counting = NULL;
   atomic_store_explicit(&c->owned, 0, memory_order_release);
 }
 
-static ThreadCounters* ClaimThreadCounters(void) {
-  ThreadCounters* claimed = &g_threads[0];
+static __attribute__((noinline)) ThreadCounters *ClaimThreadCounters(void) {
+  ThreadCounters *claimed = &g_threads[0];
   for (int i = 1; i < kThreadSlots; ++i) {
     int expected = 0;
     if (atomic_load_explicit(&g_threads[i].owned, memory_order_relaxed) == 0 &&
@@ -117,171 +131,198 @@ static ThreadCounters* ClaimThreadCounters(void) {
       break;
     }
   }
-  t_counters = claimed;
-  /* Released at thread exit. A key below PTHREAD_KEY_2NDLEVEL_SIZE needs no allocation; if
-   * glibc ever did allocate here, the nested malloc finds t_counters already set. */
+  t_state.counters = claimed;
+  /* Released at thread exit. A key below PTHREAD_KEY_2NDLEVEL_SIZE needs no allocation; if glibc
+   * ever did allocate here, the nested malloc is excluded. */
   if (claimed != &g_threads[0] &&
       atomic_load_explicit(&g_release_key_ready, memory_order_acquire)) {
-    ++t_exclude_depth;
+    ++t_state.exclude_depth;
     pthread_setspecific(g_release_key, claimed);
-    --t_exclude_depth;
+    --t_state.exclude_depth;
   }
+  if (t_state.exclude_depth == 0) t_state.counting = claimed;
   return claimed;
 }
 
-static ThreadCounters* Counters(void) {
-  ThreadCounters* c = t_counters;
-  return c ? c : ClaimThreadCounters();
+/* This thread's slot, for frees (counted even while excluded). */
+static inline ThreadCounters *Counters(void) {
+  ThreadCounters *c = t_state.counters;
+  return LB_LIKELY(c != NULL) ? c : ClaimThreadCounters();
 }
 
-/* ---- the table -------------------------------------------------------------------------- */
-
-static Record* Table(void) {
-  Record* table = atomic_load_explicit(&g_table, memory_order_acquire);
-  if (table || atomic_load_explicit(&g_table_failed, memory_order_relaxed)) return table;
-  size_t bytes = sizeof(Record) << kTableBits;
-  void* mapped =
-      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (mapped == MAP_FAILED) {
-    atomic_store(&g_table_failed, 1);
-    return NULL;
-  }
-  Record* expected = NULL;
-  if (!atomic_compare_exchange_strong(&g_table, &expected, (Record*)mapped)) {
-    munmap(mapped, bytes);
-    return expected;
-  }
-  return (Record*)mapped;
+/* This thread's slot if its allocations are counted now, else NULL. */
+static inline ThreadCounters *CountingCounters(void) {
+  ThreadCounters *c = t_state.counting;
+  if (LB_UNLIKELY(c == NULL)) c = t_state.exclude_depth > 0 ? NULL : ClaimThreadCounters();
+  if (LB_UNLIKELY(atomic_load_explicit(&g_paused, memory_order_relaxed))) return NULL;
+  return c;
 }
 
-static size_t SlotOf(uintptr_t key) {
-  uint64_t region = (uint64_t)(key >> 27) * 0x9E3779B97F4A7C15ull;
-  return (size_t)((key >> 5) + (region >> 40)) & (((size_t)1 << kTableBits) - 1);
-}
-
-static size_t Next(size_t slot) { return (slot + 1) & (((size_t)1 << kTableBits) - 1); }
-
-/* Finds and tombstones the record of key; returns it in *meta. Only the block's owner frees
- * it, so nobody else writes a slot holding a live key: the tombstone is a plain store. */
-static int TableRemove(Record* table, uintptr_t key, uint64_t* meta) {
-  size_t slot = SlotOf(key);
-  for (int probe = 0; probe < kMaxProbe; ++probe, slot = Next(slot)) {
-    uintptr_t seen = atomic_load_explicit(&table[slot].key, memory_order_acquire);
-    if (seen == key) {
-      *meta = atomic_load_explicit(&table[slot].meta, memory_order_relaxed);
-      atomic_store_explicit(&table[slot].key, kTombstone, memory_order_release);
-      return 1;
-    }
-    if (seen == kEmpty) return 0;
-  }
-  return 0;
-}
-
-/* Inserts key; 0 when no slot was free within kMaxProbe. A stale record of the same address
- * (its free bypassed the hooks) is replaced and its bytes are dropped from live_bytes. */
-static int TableInsert(Record* table, uintptr_t key, uint64_t meta, uint64_t* stale_meta,
-                       int* had_stale) {
-  size_t slot = SlotOf(key);
-  *had_stale = 0;
-  for (int probe = 0; probe < kMaxProbe; ++probe, slot = Next(slot)) {
-    uintptr_t seen = atomic_load_explicit(&table[slot].key, memory_order_relaxed);
-    if (seen == key) {
-      *stale_meta = atomic_load_explicit(&table[slot].meta, memory_order_relaxed);
-      *had_stale = 1;
-      atomic_store_explicit(&table[slot].meta, meta, memory_order_relaxed);
-      return 1;
-    }
-    /* Claim the key first, then write meta: only this block's free reads it, and that free
-     * happens after this malloc returned. */
-    if ((seen == kEmpty || seen == kTombstone) &&
-        atomic_compare_exchange_strong_explicit(&table[slot].key, &seen, key, memory_order_relaxed,
-                                                memory_order_relaxed)) {
-      atomic_store_explicit(&table[slot].meta, meta, memory_order_relaxed);
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* ---- counting --------------------------------------------------------------------------- */
-
-static void CountLive(uint64_t size) {
-  uint64_t live = atomic_fetch_add_explicit(&g_live_bytes, size, memory_order_relaxed) + size;
-  uint64_t peak = atomic_load_explicit(&g_peak_bytes, memory_order_relaxed);
+/* The shared slot 0 (used only past kThreadSlots - 1 live threads): locked adds, CAS peak. */
+static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size) {
+  int64_t live = atomic_fetch_add_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed) +
+                 (int64_t)size;
+  int64_t peak = Load(&c->peak_bytes);
   while (live > peak &&
-         !atomic_compare_exchange_weak_explicit(&g_peak_bytes, &peak, live, memory_order_relaxed,
+         !atomic_compare_exchange_weak_explicit(&c->peak_bytes, &peak, live, memory_order_relaxed,
                                                 memory_order_relaxed)) {
   }
+  atomic_fetch_add_explicit(&c->allocations, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->total_bytes, (int64_t)size, memory_order_relaxed);
 }
 
-static void CountFreed(uint64_t meta) {
-  uint64_t size = meta & (((uint64_t)1 << kSizeBits) - 1);
-  atomic_fetch_sub_explicit(&g_live_bytes, size, memory_order_relaxed);
-  ThreadCounters* c = Counters();
-  AddSigned(c, &c->live_allocations, -1);
+static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64_t size) {
+  atomic_fetch_sub_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
 }
 
-void LeakboundHeapOnAlloc(const void* block, uint64_t size) {
-  if (t_exclude_depth > 0 || atomic_load_explicit(&g_paused, memory_order_relaxed)) return;
-  ThreadCounters* c = Counters();
-  Record* table = Table();
-  uint64_t stale = 0;
-  int had_stale = 0;
-  if (!table || size >> kSizeBits ||
-      !TableInsert(table, (uintptr_t)block, size, &stale, &had_stale)) {
-    AddUnsigned(c, &c->untracked_allocations, 1);
-    atomic_store_explicit(&g_degraded, 1, memory_order_relaxed);
+/* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
+ * larger value, so it never undoes a reset except with a value live at the reset itself. */
+static inline void CountAllocated(ThreadCounters *c, uint64_t size) {
+  if (LB_UNLIKELY(c->shared)) {
+    CountSharedAllocated(c, size);
     return;
   }
-  if (had_stale) CountFreed(stale);
-  CountLive(size);
-  AddSigned(c, &c->live_allocations, 1);
-  AddUnsigned(c, &c->total_allocations, 1);
-  AddUnsigned(c, &c->total_bytes, size);
+  int64_t live = Load(&c->live_bytes) + (int64_t)size;
+  atomic_store_explicit(&c->live_bytes, live, memory_order_relaxed);
+  if (live > Load(&c->peak_bytes))
+    atomic_store_explicit(&c->peak_bytes, live, memory_order_relaxed);
+  Bump(&c->allocations, 1);
+  Bump(&c->total_bytes, (int64_t)size);
 }
 
-void LeakboundHeapOnFree(const void* block) {
-  Record* table = atomic_load_explicit(&g_table, memory_order_acquire);
+static inline void CountFreed(ThreadCounters *c, uint64_t size) {
+  if (LB_UNLIKELY(c->shared)) {
+    CountSharedFreed(c, size);
+    return;
+  }
+  Bump(&c->live_bytes, -(int64_t)size);
+  Bump(&c->frees, 1);
+}
+
+static __attribute__((noinline)) void CountUntracked(ThreadCounters *c) {
+  atomic_fetch_add_explicit(&c->untracked_allocations, 1, memory_order_relaxed);
+  atomic_store_explicit(&g_degraded, 1, memory_order_relaxed);
+}
+
+/* ---- the records ------------------------------------------------------------------------ */
+
+/* Maps the records of a region on its first block; NULL when mmap fails (retried next time). */
+static __attribute__((noinline)) Record *MapRegion(size_t region) {
+  size_t bytes = sizeof(Record) * kRecordsPerRegion;
+  long mapped = syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == -1) return NULL;
+  Record *expected = NULL;
+  if (atomic_compare_exchange_strong_explicit(&g_regions[region], &expected, (Record *)mapped,
+                                              memory_order_acq_rel, memory_order_acquire)) {
+    return (Record *)mapped;
+  }
+  syscall(SYS_munmap, mapped, bytes); /* another thread mapped it first */
+  return expected;
+}
+
+static inline size_t RegionOf(uintptr_t key) { return key >> kRegionBits; }
+
+static inline Record *RecordIn(Record *records, uintptr_t key) {
+  return &records[(key & (((uintptr_t)1 << kRegionBits) - 1)) >> kGranuleShift];
+}
+
+/* Clears key's record and returns its meta word; 0 when key was not recorded. */
+static inline int RecordTake(uintptr_t key, uint64_t *meta) {
+  size_t region = RegionOf(key);
+  if (LB_UNLIKELY(region >= kRegions)) return 0;
+  Record *records = atomic_load_explicit(&g_regions[region], memory_order_acquire);
+  if (LB_UNLIKELY(records == NULL)) return 0;
+  Record *record = RecordIn(records, key);
+  if (atomic_load_explicit(&record->key, memory_order_relaxed) != key) return 0;
+  *meta = atomic_load_explicit(&record->meta, memory_order_relaxed);
+  atomic_store_explicit(&record->key, kEmpty, memory_order_relaxed);
+  return 1;
+}
+
+/* Records key with meta; 0 when it has no record. A record still set is stale (two live blocks
+ * never share a granule): its size leaves c's books. */
+static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t meta) {
+  size_t region = RegionOf(key);
+  if (LB_UNLIKELY(region >= kRegions)) return 0;
+  Record *records = atomic_load_explicit(&g_regions[region], memory_order_acquire);
+  if (LB_UNLIKELY(records == NULL) && (records = MapRegion(region)) == NULL) return 0;
+  Record *record = RecordIn(records, key);
+  if (LB_UNLIKELY(atomic_load_explicit(&record->key, memory_order_relaxed) != kEmpty)) {
+    CountFreed(c, atomic_load_explicit(&record->meta, memory_order_relaxed) & kSizeMask);
+  }
+  atomic_store_explicit(&record->meta, meta, memory_order_relaxed);
+  atomic_store_explicit(&record->key, key, memory_order_relaxed);
+  return 1;
+}
+
+/* ---- the hooks -------------------------------------------------------------------------- */
+
+int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
+  ThreadCounters *c = CountingCounters();
+  if (LB_UNLIKELY(c == NULL)) return 0;
+  uint64_t meta = size | ((uint64_t)(site <= kSiteMax ? site : 0) << kSizeBits);
+  if (LB_UNLIKELY(size > kSizeMask || !RecordPut(c, (uintptr_t)block, meta))) {
+    CountUntracked(c);
+    return 0;
+  }
+  CountAllocated(c, size);
+  return 1;
+}
+
+void LeakboundHeapOnAlloc(const void *block, uint64_t size) {
+  ThreadCounters *c = CountingCounters();
+  if (LB_UNLIKELY(c == NULL)) return;
+  if (LB_UNLIKELY(size > kSizeMask || !RecordPut(c, (uintptr_t)block, size))) {
+    CountUntracked(c);
+    return;
+  }
+  CountAllocated(c, size);
+}
+
+void LeakboundHeapOnFree(const void *block) {
   uint64_t meta;
-  if (table && TableRemove(table, (uintptr_t)block, &meta)) CountFreed(meta);
+  if (RecordTake((uintptr_t)block, &meta)) CountFreed(Counters(), meta & kSizeMask);
 }
 
-LeakboundHeapTaken LeakboundHeapTake(const void* block) {
+LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
+  LeakboundHeapTaken taken = LeakboundHeapTake(block);
+  if (taken.found) CountFreed(Counters(), taken.size);
+  return taken;
+}
+
+LeakboundHeapTaken LeakboundHeapTake(const void *block) {
   LeakboundHeapTaken taken = {0, 0, 0};
-  Record* table = atomic_load_explicit(&g_table, memory_order_acquire);
   uint64_t meta;
-  if (table && TableRemove(table, (uintptr_t)block, &meta)) {
+  if (RecordTake((uintptr_t)block, &meta)) {
     taken.found = 1;
-    taken.size = meta & (((uint64_t)1 << kSizeBits) - 1);
+    taken.size = meta & kSizeMask;
     taken.site = (uint32_t)(meta >> kSizeBits);
   }
   return taken;
 }
 
-void LeakboundHeapPutBack(const void* block, LeakboundHeapTaken taken) {
+void LeakboundHeapPutBack(const void *block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
-  uint64_t stale = 0;
-  int had_stale = 0;
-  Record* table = atomic_load_explicit(&g_table, memory_order_acquire);
-  uint64_t meta = taken.size | ((uint64_t)taken.site << kSizeBits);
-  if (!TableInsert(table, (uintptr_t)block, meta, &stale, &had_stale)) {
-    /* Cannot happen unless the table filled up in between: the block leaves the books. */
-    LeakboundHeapForgetTaken(taken);
+  ThreadCounters *c = Counters();
+  if (!RecordPut(c, (uintptr_t)block, taken.size | ((uint64_t)taken.site << kSizeBits))) {
+    /* Cannot happen (the block's region was mapped when it was recorded): leaves the books. */
+    CountFreed(c, taken.size);
     atomic_store_explicit(&g_degraded, 1, memory_order_relaxed);
   }
 }
 
 void LeakboundHeapForgetTaken(LeakboundHeapTaken taken) {
-  if (taken.found) CountFreed(taken.size);
+  if (taken.found) CountFreed(Counters(), taken.size);
 }
 
-void LeakboundHeapSetFrontEnd(const char* mode, const char* unavailable) {
+void LeakboundHeapSetFrontEnd(const char *mode, const char *unavailable) {
   g_mode = mode;
   g_unavailable = unavailable;
 }
 
 __attribute__((constructor(101))) static void InitCore(void) {
-  Table();
   if (pthread_key_create(&g_release_key, ReleaseThreadCounters) == 0) {
     atomic_store_explicit(&g_release_key_ready, 1, memory_order_release);
   }
@@ -289,46 +330,58 @@ __attribute__((constructor(101))) static void InitCore(void) {
 
 /* ---- the public API (leakbound/watch/heap.h) ------------------------------------------- */
 
-int leakbound_heap_active(void) { return g_unavailable == NULL && atomic_load(&g_table) != NULL; }
+int leakbound_heap_active(void) { return g_unavailable == NULL; }
 
-const char* leakbound_heap_state(void) {
+const char *leakbound_heap_state(void) {
   if (g_unavailable) return g_unavailable;
-  if (atomic_load(&g_table) == NULL) return "unavailable: mmap of the allocation table failed";
   if (atomic_load(&g_degraded)) {
-    return "active, degraded: some allocations could not be recorded (untracked_allocations)";
+    return "active, degraded: some allocations could not be recorded "
+           "(untracked_allocations)";
   }
   return "active";
 }
 
-const char* leakbound_heap_mode(void) { return g_mode; }
+const char *leakbound_heap_mode(void) { return g_mode; }
 
-void leakbound_heap_read(leakbound_heap_stats* out) {
+void leakbound_heap_read(leakbound_heap_stats *out) {
   memset(out, 0, sizeof *out);
-  out->live_bytes = atomic_load(&g_live_bytes);
-  out->peak_bytes = atomic_load(&g_peak_bytes);
   int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
-  int64_t live_allocations = 0;
+  int64_t live_bytes = 0, peak_bytes = 0, live_allocations = 0;
   for (int i = 0; i < used; ++i) {
-    live_allocations += atomic_load_explicit(&g_threads[i].live_allocations, memory_order_relaxed);
-    out->total_allocations +=
-        atomic_load_explicit(&g_threads[i].total_allocations, memory_order_relaxed);
-    out->total_bytes += atomic_load_explicit(&g_threads[i].total_bytes, memory_order_relaxed);
-    out->untracked_allocations +=
-        atomic_load_explicit(&g_threads[i].untracked_allocations, memory_order_relaxed);
+    ThreadCounters *c = &g_threads[i];
+    live_bytes += Load(&c->live_bytes);
+    peak_bytes += Load(&c->peak_bytes);
+    live_allocations += Load(&c->allocations) - Load(&c->frees);
+    out->total_allocations += (uint64_t)Load(&c->allocations);
+    out->total_bytes += (uint64_t)Load(&c->total_bytes);
+    out->untracked_allocations += (uint64_t)Load(&c->untracked_allocations);
   }
+  out->live_bytes = live_bytes > 0 ? (uint64_t)live_bytes : 0;
   out->live_allocations = live_allocations > 0 ? (uint64_t)live_allocations : 0;
-  if (out->peak_bytes < out->live_bytes) out->peak_bytes = out->live_bytes;
+  out->peak_bytes = peak_bytes > live_bytes ? (uint64_t)peak_bytes : out->live_bytes;
 }
 
-void leakbound_heap_reset_peak(void) { atomic_store(&g_peak_bytes, atomic_load(&g_live_bytes)); }
+/* Every slot's peak restarts from its live bytes now (exact when the threads are quiet). */
+void leakbound_heap_reset_peak(void) {
+  int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
+  for (int i = 0; i < used; ++i) {
+    atomic_store_explicit(&g_threads[i].peak_bytes, Load(&g_threads[i].live_bytes),
+                          memory_order_relaxed);
+  }
+}
 
-void leakbound_heap_exclude_begin(void) { ++t_exclude_depth; }
+void leakbound_heap_exclude_begin(void) {
+  ++t_state.exclude_depth;
+  t_state.counting = NULL;
+}
 
 void leakbound_heap_exclude_end(void) {
-  if (t_exclude_depth > 0) --t_exclude_depth;
+  if (t_state.exclude_depth > 0 && --t_state.exclude_depth == 0) {
+    t_state.counting = t_state.counters;
+  }
 }
 
-int leakbound_heap_excluded(void) { return t_exclude_depth > 0; }
+int leakbound_heap_excluded(void) { return t_state.exclude_depth > 0; }
 
 void leakbound_heap_set_counting(int on) { atomic_store(&g_paused, on ? 0 : 1); }
 

@@ -26,9 +26,16 @@ typedef struct LeakboundHeapTaken {
 /* A block the allocator just returned: counted and recorded unless this thread is excluded or
  * counting is paused. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnAlloc(const void* block, uint64_t size);
+/* The same, with a call-site id stored in the record (returned by OnFreeTaken / Take; ids above
+ * 2^24 - 1 are stored as 0). Returns 1 when the block was recorded, 0 when it was not (excluded,
+ * paused, or untracked), so that per-site books can follow the core's. */
+LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocAt(const void* block, uint64_t size, uint32_t site);
 /* A block about to be handed back to the allocator (call BEFORE the real free: once freed, the
  * address may be reused by another thread's malloc). Uncounted blocks are ignored. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnFree(const void* block);
+/* OnFree that also returns what the record held (found, size, site) in the same step: a free
+ * path that keeps per-site books needs no Take + ForgetTaken round trip. */
+LEAKBOUND_HEAP_HIDDEN LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void* block);
 /* realloc: take the record out (no counter change), then either PutBack (the real realloc
  * failed, the block is still the caller's) or ForgetTaken (the old block is gone). */
 LEAKBOUND_HEAP_HIDDEN LeakboundHeapTaken LeakboundHeapTake(const void* block);

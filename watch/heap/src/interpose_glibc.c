@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <link.h>
 #include <stddef.h>
-#include <string.h>
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "heap_core.h"
@@ -43,7 +43,7 @@ static int FindLoader(struct dl_phdr_info* info, size_t size, void* data) {
 
 static inline int FromLoader(const void* caller) {
   const uintptr_t at = (uintptr_t)caller;
-  return at >= g_loader_begin && at < g_loader_end;
+  return __builtin_expect(at - g_loader_begin < g_loader_end - g_loader_begin, 0);
 }
 
 /* Records a block unless the loader asked for it. */
@@ -135,14 +135,19 @@ LB_EXPORT void* pvalloc(size_t size) {
 }
 
 /* The definitions above win only if this library precedes libc in the symbol search order.
- * &malloc goes through the GOT, so it is the process's malloc; the hidden alias is ours. */
-extern void* leakbound_heap_own_malloc(size_t)
-    __attribute__((alias("malloc"), visibility("hidden")));
-
+ * Checked by effect, not by address: in a non-PIE executable that takes malloc's address in its
+ * code (Debian's /usr/bin/python3), &malloc is the executable's canonical PLT stub, which
+ * forwards here, so comparing it with our own definition would wrongly say "not ours". A probe
+ * block allocated through the process's malloc must land in the table. */
 __attribute__((constructor(102))) static void InitGlibcFrontEnd(void) {
   dl_iterate_phdr(FindLoader, NULL);
   void* (*volatile process_malloc)(size_t) = &malloc;
-  if (process_malloc == &leakbound_heap_own_malloc) {
+  void (*volatile process_free)(void*) = &free;
+  void* probe = process_malloc(24);
+  LeakboundHeapTaken taken = LeakboundHeapTake(probe);
+  LeakboundHeapPutBack(probe, taken);
+  process_free(probe);
+  if (taken.found) {
     LeakboundHeapSetFrontEnd("interposer", NULL);
   } else {
     LeakboundHeapSetFrontEnd("interposer",

@@ -1,0 +1,146 @@
+// Tests of the hook core alone (watch/heap/src/heap_core.c, compiled into this binary without a
+// front end, so malloc is glibc's and every record is made by the test): call-site ids in the
+// record, the one-step free that returns the record, stale records, neighbouring granules,
+// per-thread peaks. Addresses are fake (never dereferenced): the core only keys records by them.
+#include "heap_core.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <thread>
+
+#include "leakbound/watch/heap.h"
+
+namespace {
+
+leakbound_heap_stats Read() {
+  leakbound_heap_stats stats;
+  leakbound_heap_read(&stats);
+  return stats;
+}
+
+// An offset that stays inside the first block's granule (32 bytes, 16 under the sanitizers).
+#if defined(LEAKBOUND_HEAP_GRANULE_SHIFT) && LEAKBOUND_HEAP_GRANULE_SHIFT == 4
+constexpr uintptr_t kSameGranule = 8;
+#else
+constexpr uintptr_t kSameGranule = 16;
+#endif
+
+// A fresh 128 MiB region per test, so records of one test never meet another's.
+const void *Address(int test, uintptr_t offset) {
+  return reinterpret_cast<const void *>((uintptr_t(0x100 + test) << 27) + 0x1000 + offset);
+}
+
+TEST(HeapCoreTest, OnAllocAt_StoresTheSite_OnFreeTakenReturnsItAndDecrements) {
+  const leakbound_heap_stats start = Read();
+  const void *block = Address(1, 0);
+  EXPECT_EQ(LeakboundHeapOnAllocAt(block, 40, 1234), 1);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 40u);
+  LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
+  EXPECT_EQ(taken.found, 1);
+  EXPECT_EQ(taken.size, 40u);
+  EXPECT_EQ(taken.site, 1234u);
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.live_bytes, start.live_bytes);
+  EXPECT_EQ(after.live_allocations, start.live_allocations);
+  EXPECT_EQ(after.total_allocations - start.total_allocations, 1u);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(block).found,
+            0);  // already freed: not found, no change
+  EXPECT_EQ(Read().live_bytes, start.live_bytes);
+}
+
+TEST(HeapCoreTest, OnAllocAt_SiteAboveTwentyFourBits_IsStoredAsZero) {
+  const void *block = Address(2, 0);
+  ASSERT_EQ(LeakboundHeapOnAllocAt(block, 8, 1u << 24), 1);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(block).site, 0u);
+}
+
+TEST(HeapCoreTest, OnAllocAt_Excluded_ReturnsZeroAndRecordsNothing) {
+  const leakbound_heap_stats start = Read();
+  leakbound_heap_exclude_begin();
+  EXPECT_EQ(LeakboundHeapOnAllocAt(Address(3, 0), 8, 7), 0);
+  leakbound_heap_exclude_end();
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(3, 0)).found, 0);
+  EXPECT_EQ(Read().total_allocations, start.total_allocations);
+}
+
+TEST(HeapCoreTest, TakeAndPutBack_KeepTheSite) {
+  const void *block = Address(4, 0);
+  ASSERT_EQ(LeakboundHeapOnAllocAt(block, 100, 9), 1);
+  LeakboundHeapTaken taken = LeakboundHeapTake(block);
+  ASSERT_EQ(taken.found, 1);
+  LeakboundHeapPutBack(block, taken);
+  taken = LeakboundHeapOnFreeTaken(block);
+  EXPECT_EQ(taken.found, 1);
+  EXPECT_EQ(taken.size, 100u);
+  EXPECT_EQ(taken.site, 9u);
+}
+
+TEST(HeapCoreTest, NeighbouringGranules_AreSeparateRecords) {
+  const leakbound_heap_stats start = Read();
+  const void *first = Address(5, 0);
+  const void *second = Address(5, 32);  // glibc's closest possible neighbour
+  LeakboundHeapOnAlloc(first, 10);
+  LeakboundHeapOnAlloc(second, 20);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 30u);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(first).size, 10u);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(second).size, 20u);
+  EXPECT_EQ(Read().live_bytes, start.live_bytes);
+}
+
+TEST(HeapCoreTest, StaleRecord_ReplacedByTheNextBlockInItsGranule_LeavesTheBooks) {
+  const leakbound_heap_stats start = Read();
+  LeakboundHeapOnAlloc(Address(6, 0), 64);  // its free bypasses the hooks
+  LeakboundHeapOnAlloc(Address(6, kSameGranule),
+                       8);  // same granule: the first is gone
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.live_bytes - start.live_bytes, 8u);
+  EXPECT_EQ(after.live_allocations - start.live_allocations, 1u);
+  LeakboundHeapOnFree(Address(6, kSameGranule));
+  EXPECT_EQ(Read().live_bytes, start.live_bytes);
+}
+
+TEST(HeapCoreTest, AddressOutsideTheTable_IsUntracked) {
+  const leakbound_heap_stats start = Read();
+  LeakboundHeapOnAlloc(reinterpret_cast<const void *>(uintptr_t(1) << 50), 8);
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.untracked_allocations - start.untracked_allocations, 1u);
+  EXPECT_EQ(after.live_bytes, start.live_bytes);
+}
+
+TEST(HeapCoreTest, Peak_SumsEachThreadsHighWaterMark_AndResetRestartsIt) {
+  leakbound_heap_reset_peak();
+  const leakbound_heap_stats start = Read();
+  EXPECT_EQ(start.peak_bytes, start.live_bytes);
+  LeakboundHeapOnAlloc(Address(7, 0), 1000);
+  LeakboundHeapOnFree(Address(7, 0));
+  EXPECT_EQ(Read().peak_bytes,
+            start.live_bytes + 1000);  // one thread: the exact peak
+  std::thread other([] {
+    LeakboundHeapOnAlloc(Address(7, 64), 500);
+    LeakboundHeapOnFree(Address(7, 64));
+  });
+  other.join();
+  // Two threads whose highs never overlapped: the sum is an upper bound (1000 + 500).
+  EXPECT_EQ(Read().peak_bytes, start.live_bytes + 1500);
+  leakbound_heap_reset_peak();
+  const leakbound_heap_stats reset = Read();
+  EXPECT_EQ(reset.peak_bytes, reset.live_bytes);
+  LeakboundHeapOnAlloc(Address(7, 128), 10);
+  EXPECT_EQ(Read().peak_bytes, reset.live_bytes + 10);
+  LeakboundHeapOnFree(Address(7, 128));
+}
+
+TEST(HeapCoreTest, BlockFreedOnAnotherThread_LeavesTheSumExact) {
+  const leakbound_heap_stats start = Read();
+  LeakboundHeapOnAllocAt(Address(8, 0), 77, 3);
+  LeakboundHeapTaken taken{};
+  std::thread other([&] { taken = LeakboundHeapOnFreeTaken(Address(8, 0)); });
+  other.join();
+  EXPECT_EQ(taken.site, 3u);
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.live_bytes, start.live_bytes);
+  EXPECT_EQ(after.live_allocations, start.live_allocations);
+}
+
+}  // namespace
