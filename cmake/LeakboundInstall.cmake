@@ -14,6 +14,8 @@ set(LEAKBOUND_PACKAGE_TARGETS
   "leakbound_cupti cupti"           # CUPTI ledger and observer (in harness' link interface)
   "leakbound_heap heap"             # the exact host-heap interposer (shared)
   "leakbound_preload preload"       # the LD_PRELOAD library of `leakbound watch` (shared)
+  "leakbound_nvtx_inject nvtx_inject"  # NVTX injection for `watch --step-range` (shared)
+  "leakbound_inject cuda_inject"    # CUDA/CUPTI injection for `watch` on CUDA programs (shared)
   "leakbound_watch_step watch_step" # header-only step marker for programs under `leakbound watch`
   "leakbound_gtest gtest"           # EXPECT_LEAK_BOUND (when GoogleTest is found)
   "leakbound_warnings warnings"     # build-tree warning flags; empty once installed

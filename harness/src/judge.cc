@@ -68,12 +68,15 @@ cupti::LedgerSnapshot LedgerAt(const Trace& trace, std::size_t i, bool baseline,
 
 std::uint64_t NonNegative(double v) { return v > 0 ? static_cast<std::uint64_t>(v) : 0; }
 
-// Reconciliation: ledger device-resident bytes minus the runtime's live bytes, per sample, as a
-// derived exact counter. Only when CUPTI was active and the runtime counter exists.
-std::optional<TraceCounter> Reconciliation(const Trace& trace) {
-  const TraceCounter* runtime_live = trace.Find("runtime.live_bytes");
+// Reconciliation: ledger device-resident bytes minus what an allocator says it holds (the
+// runtime's live bytes, or PyTorch's reserved bytes under `watch`), per sample, as a derived exact
+// counter: memory owned by someone else. Only when CUPTI and the allocator's probe were active.
+std::optional<TraceCounter> Reconciliation(const Trace& trace, const std::string& allocator_counter,
+                                           const std::string& derived_name) {
+  const TraceCounter* runtime_live = trace.Find(allocator_counter);
   if (!ProbeActive(trace, "cupti") || runtime_live == nullptr ||
-      trace.Find(cupti::kDeviceBytesCounter) == nullptr) {
+      trace.Find(cupti::kDeviceBytesCounter) == nullptr ||
+      (!runtime_live->probe.empty() && !ProbeActive(trace, runtime_live->probe))) {
     return std::nullopt;
   }
   const std::size_t n = runtime_live->values.size();
@@ -91,7 +94,7 @@ std::optional<TraceCounter> Reconciliation(const Trace& trace) {
   const cupti::Reconciliation r =
       cupti::Reconcile(snapshots, runtime, static_cast<std::size_t>(trace.warmup_steps) + 1);
   TraceCounter c;
-  c.name = "reconcile.owned_by_others_bytes";
+  c.name = derived_name;
   c.unit = "bytes";
   c.exact = true;
   c.judged = true;
@@ -265,10 +268,13 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
   result.block_ends = BlockEnds(schedule);
 
   std::vector<TraceCounter> counters = trace.counters;
-  if (std::optional<TraceCounter> derived = Reconciliation(trace)) counters.push_back(*derived);
-  if (counters.size() > trace.counters.size()) {
-    const TraceCounter& d = counters.back();
-    result.series.push_back({d.name, d.unit, d.exact, d.values});
+  for (const auto& [allocator, name] :
+       {std::pair<std::string, std::string>{"runtime.live_bytes", "reconcile.owned_by_others_bytes"},
+        {"torch.reserved_bytes", "reconcile.outside_torch_bytes"}}) {
+    if (std::optional<TraceCounter> derived = Reconciliation(trace, allocator, name)) {
+      result.series.push_back({derived->name, derived->unit, derived->exact, derived->values});
+      counters.push_back(std::move(*derived));
+    }
   }
 
   // The summary's steady / peak / final figures: the runtime's live bytes when the runtime ran,

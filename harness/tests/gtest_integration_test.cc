@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "leakbound/runtime/trainer.h"
@@ -206,6 +207,41 @@ TEST(HostHeap, ScheduleShorterThanDeclaredPeriod_IsRefusedSayingWhatToPass) {
     ADD_FAILURE() << "a block of 16 steps was accepted for a period of 20";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("pass --steps 20 or more"), std::string::npos) << e.what();
+  }
+}
+
+
+// A probe that throws is the workload's error result, not an exception out of the run.
+class ThrowingProbe final : public Probe {
+ public:
+  explicit ThrowingProbe(int throw_on) : throw_on_(throw_on) {}
+  const std::vector<CounterInfo>& Counters() const override { return counters_; }
+  void Sample(std::vector<double>& out) override {
+    if (++samples_ == throw_on_) throw std::runtime_error("sensor unplugged");
+    out.push_back(0);
+  }
+  std::string Name() const override { return "throwing"; }
+
+ private:
+  int throw_on_;
+  int samples_ = 0;
+  std::vector<CounterInfo> counters_{{"throwing.value", "count", true, true}};
+};
+
+TEST(Runner, ProbeThrowingAtBaselineOrMidRun_IsAnErrorResultNamingIt) {
+  for (int throw_on : {1, 10}) {
+    RunOptions options;
+    options.extra_probes = [throw_on] {
+      std::vector<std::unique_ptr<Probe>> probes;
+      probes.push_back(std::make_unique<ThrowingProbe>(throw_on));
+      return probes;
+    };
+    LambdaWorkload w;
+    w.step = [](std::int64_t) {};
+    reports::WorkloadResult r;
+    ASSERT_NO_THROW(r = RunLeakCheck(w, options));
+    EXPECT_EQ(r.verdict, reports::kError) << "throw on sample " << throw_on;
+    EXPECT_NE(r.evidence.find("sensor unplugged"), std::string::npos) << r.evidence;
   }
 }
 

@@ -243,5 +243,23 @@ TEST(Judge, NoCounterJudged_IsInconclusiveNamingTheProbes) {
   EXPECT_TRUE(Contains(r.evidence, "cupti: unavailable: no CUDA driver")) << r.evidence;
 }
 
+
+TEST(Judge, TorchReconciliation_LedgerGrowsOutsideTheCachingAllocator_IsFlagged) {
+  // PyTorch's reserve is flat at 2 MiB; the ledger grows 4 KiB/step: something bypasses it.
+  Trace t = GpuTrace(true, Growing(2 << 20, 4096), Flat(0), Flat(0), Flat(0));
+  t.subject.kind = "watched";
+  t.counters.erase(t.counters.begin());  // no leakbound runtime in a watched program
+  t.probes.push_back({"torch", "active"});
+  t.counters.push_back(Counter("torch.reserved_bytes", "torch", Flat(2 << 20)));
+  const auto r = Judge(t);
+  const auto* outside = Find(r, "reconcile.outside_torch_bytes");
+  ASSERT_NE(outside, nullptr);
+  EXPECT_EQ(outside->verdict, reports::kUnboundedGrowth);
+  EXPECT_EQ(outside->slope_per_step, 4096);
+  EXPECT_EQ(Find(r, "torch.reserved_bytes")->verdict, reports::kPass);
+  t.probes.back().state = "unavailable: torch.cuda is not available";
+  EXPECT_EQ(Find(Judge(t), "reconcile.outside_torch_bytes"), nullptr);
+}
+
 }  // namespace
 }  // namespace leakbound::harness
