@@ -363,9 +363,8 @@ TEST_F(HeapTest, ManyThreads_AllocatingAndFreeingConcurrently_EndAtTheStartValue
 }
 
 TEST_F(HeapTest, ThreadsExitingAndStarting_ReuseCounterSlotsWithoutLosingCounts) {
-  // Open: under libtsan about 1 in 4 of these one-malloc threads' blocks is not counted (seen
-  // 219 of 300); Release and ASan are exact. Not yet explained (hooks before TSan's ThreadStart?).
-  SKIP_UNDER_TSAN("loses some allocations of very short-lived threads (open, see docs/heap.md)");
+  // Under libtsan these blocks are 16 bytes apart (its smallest size class): the old hashed table
+  // gave two of them one home slot and lost 87 of 300 to untracked_allocations (docs/heap.md).
   std::vector<void*> leaked(300, nullptr);
   start_ = Read();  // after the test's own vector
   for (size_t i = 0; i < leaked.size(); ++i) {
@@ -373,6 +372,7 @@ TEST_F(HeapTest, ThreadsExitingAndStarting_ReuseCounterSlotsWithoutLosingCounts)
   }
   EXPECT_EQ(LiveBytesDelta(), 3000);
   EXPECT_EQ(LiveAllocationsDelta(), 300);
+  EXPECT_EQ(Read().untracked_allocations, start_.untracked_allocations) << leakbound_heap_state();
   for (void* block : leaked) g_free(block);
   EXPECT_EQ(LiveBytesDelta(), 0);
   EXPECT_EQ(LiveAllocationsDelta(), 0);

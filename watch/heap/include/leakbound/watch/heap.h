@@ -14,11 +14,14 @@ extern "C" {
 typedef struct leakbound_heap_stats {
   uint64_t live_bytes;        /* requested bytes of counted allocations not yet freed */
   uint64_t live_allocations;  /* counted allocations not yet freed */
-  uint64_t peak_bytes;        /* high-water mark of live_bytes since the last peak reset */
+  /* High-water mark since the last peak reset: the sum of each thread's own high-water mark, so
+   * exact when one thread moves the heap between resets and an upper bound otherwise. */
+  uint64_t peak_bytes;
   uint64_t total_allocations; /* counted allocations ever made */
   uint64_t total_bytes;       /* requested bytes ever allocated (counted) */
-  /* Allocations the interposer saw but could not record (its table was full near that address,
-   * or a single block >= 1 TiB): not in the figures above; 0 unless the state says "degraded". */
+  /* Allocations the interposer saw but could not record (an address above 2^47, a table region
+   * that could not be mapped, or a single block >= 1 TiB): not in the figures above; 0 unless the
+   * state says "degraded". */
   uint64_t untracked_allocations;
 } leakbound_heap_stats;
 
@@ -31,7 +34,8 @@ const char* leakbound_heap_state(void);
 /* How the hooks are fed: "interposer" (this library defines malloc) or "sanitizer hooks"
  * (ASan/TSan own malloc; __sanitizer_install_malloc_and_free_hooks). Static storage. */
 const char* leakbound_heap_mode(void);
-/* Reads the counters (a consistent-enough snapshot: each field is read atomically). */
+/* Reads the counters: per-thread slots summed, each field read atomically, so the figures are
+ * exact when no other thread is allocating or freeing (a sample point). */
 void leakbound_heap_read(leakbound_heap_stats* out);
 /* peak_bytes := live_bytes now. */
 void leakbound_heap_reset_peak(void);
