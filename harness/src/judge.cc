@@ -107,7 +107,9 @@ std::optional<TraceCounter> Reconciliation(const Trace& trace, const std::string
   return c;
 }
 
-CounterInfo InfoOf(const TraceCounter& c) { return {c.name, c.unit, c.exact, c.judged, false}; }
+CounterInfo InfoOf(const TraceCounter& c) {
+  return {c.name, c.unit, c.exact, c.judged, false, c.peak_of};
+}
 
 std::vector<reports::Attribution> Attribute(const Trace& trace) {
   std::vector<reports::Attribution> grew, steady;
