@@ -151,10 +151,21 @@ static inline ThreadCounters *Counters(void) {
 }
 
 /* This thread's slot if its allocations are counted now, else NULL. */
+static __attribute__((noinline)) ThreadCounters *CountingCountersSlow(void) {
+  if (t_state.exclude_depth > 0 || atomic_load_explicit(&g_paused, memory_order_relaxed)) {
+    return NULL;
+  }
+  if (t_state.counting == NULL) {
+    t_state.counting = t_state.counters ? t_state.counters : ClaimThreadCounters();
+  }
+  return t_state.counting;
+}
+
 static inline ThreadCounters *CountingCounters(void) {
   ThreadCounters *c = t_state.counting;
-  if (LB_UNLIKELY(c == NULL)) c = t_state.exclude_depth > 0 ? NULL : ClaimThreadCounters();
-  if (LB_UNLIKELY(atomic_load_explicit(&g_paused, memory_order_relaxed))) return NULL;
+  if (LB_UNLIKELY(c == NULL || atomic_load_explicit(&g_paused, memory_order_relaxed))) {
+    return CountingCountersSlow();
+  }
   return c;
 }
 
