@@ -254,11 +254,12 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
     return result;
   };
   if (!trace.error.empty()) return fail(reports::kError, trace.error);
-  const int total = trace.TotalSteps();
+  const std::int64_t total = trace.TotalSteps();
   const bool complete =
-      trace.blocks >= 2 && !trace.counters.empty() &&
+      trace.blocks >= 2 && trace.steps_per_block >= 1 && trace.warmup_steps >= 0 &&
+      !trace.counters.empty() &&
       std::all_of(trace.counters.begin(), trace.counters.end(), [&](const TraceCounter& c) {
-        return static_cast<int>(c.values.size()) == total;
+        return static_cast<std::int64_t>(c.values.size()) == total;
       });
   if (!complete) {
     if (!trace.ended_early.empty()) return fail(reports::kInconclusive, trace.ended_early);

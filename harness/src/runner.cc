@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -142,11 +143,24 @@ Runner::Runner(RunOptions options) : options_(std::move(options)) { ValidateRunO
 
 Trace Runner::Record(const workloads::Registration& registration,
                      const ProgressFn& progress) const {
+  ValidateScheduleFor(options_, registration.info);
+  try {
+    return RecordOrThrow(registration, progress);
+  } catch (...) {  // the workload's factory or a probe's construction failed: an error result
+    HeapExclusion harness_scope;
+    Trace trace;
+    trace.subject = SubjectOf(registration.info);
+    trace.error = "setting up the run failed: " + What(std::current_exception());
+    return trace;
+  }
+}
+
+Trace Runner::RecordOrThrow(const workloads::Registration& registration,
+                            const ProgressFn& progress) const {
   HeapExclusion harness_scope;  // lifted around the workload's own code below
   const workloads::WorkloadInfo& info = registration.info;
   Trace trace;
   trace.subject = SubjectOf(info);
-  ValidateScheduleFor(options_, info);
 
   std::unique_ptr<workloads::Workload> workload = registration.make();
   bool live = false;  // between Setup and Teardown
@@ -190,6 +204,13 @@ Trace Runner::Record(const workloads::Registration& registration,
     if (out.size() != n_counters) {
       throw std::logic_error("a probe appended " + std::to_string(out.size()) + " values for " +
                              std::to_string(n_counters) + " counters");
+    }
+    for (std::size_t c = 0; c < n_counters; ++c) {
+      if (!std::isfinite(out[c])) {
+        throw std::runtime_error("probe '" + trace.counters[c].probe + "' reported " +
+                                 std::to_string(out[c]) + " for " + trace.counters[c].name +
+                                 "; a probe must report a number for every sample");
+      }
     }
   };
 

@@ -3,6 +3,7 @@
 // else than what was recorded.
 #include "leakbound/harness/trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -117,6 +118,9 @@ TraceSubject SubjectFromJson(const Reader& in) {
   s.name = in.String("name");
   s.description = in.String("description");
   s.kind = in.String("kind");
+  if (s.kind != "clean" && s.kind != "zoo" && s.kind != "trap" && s.kind != "watched") {
+    in.Fail(in.Child("kind"), "is '" + s.kind + "', not one of clean, zoo, trap, watched");
+  }
   const std::string expectation = in.String("expectation");
   const auto parsed = reports::ParseVerdictClass(expectation);
   if (!parsed) {
@@ -182,8 +186,8 @@ Trace TraceFromJson(const Reader& in) {
   t.warmup_steps = in.Int("warmup_steps", 0, 100000000);
   t.warmup_detected = in.Bool("warmup_detected");
   t.blocks = in.Int("blocks", 0, 100000);
-  t.steps_per_block = in.Int("steps_per_block", 1, 10000000);
-  t.confirmation_blocks = in.Int("confirmation_blocks", 0, t.blocks);
+  t.steps_per_block = in.Int("steps_per_block", 1, 100000);
+  t.confirmation_blocks = in.Int("confirmation_blocks", 0, std::max(0, t.blocks - 2));
   t.error = in.String("error");
   t.ended_early = in.String("ended_early");
   const std::int64_t total =
@@ -221,6 +225,10 @@ Trace TraceFromJson(const Reader& in) {
     tc.values = c.Doubles("values");
     check_length(c.Child("values"), tc.values.size());
     if (t.Find(tc.name) != nullptr) c.Fail(c.Child("name"), "'" + tc.name + "' appears twice");
+    if (!tc.probe.empty() && std::none_of(t.probes.begin(), t.probes.end(),
+                                          [&](const ProbeState& p) { return p.name == tc.probe; })) {
+      c.Fail(c.Child("probe"), "names '" + tc.probe + "', which is not in `probes`");
+    }
     t.counters.push_back(std::move(tc));
   }
   t.step_ns = in.Doubles("step_ns");
@@ -232,7 +240,12 @@ Trace TraceFromJson(const Reader& in) {
     const Reader o(outstanding[i], in.Child("outstanding") + "[" + std::to_string(i) + "]",
                    in.source());
     OutstandingSnapshot snap;
-    snap.step = o.Int("step", 0, static_cast<int>(std::min<std::int64_t>(total, 2147483647)));
+    snap.step =
+        o.Int("step", 0, static_cast<int>(std::min<std::int64_t>(total - 1, 2147483647)));
+    if (!t.outstanding.empty() && snap.step <= t.outstanding.back().step) {
+      o.Fail(o.Child("step"), "is " + std::to_string(snap.step) +
+                                  ", not after the previous snapshot's; snapshots are in step order");
+    }
     const json& rows = o.Array("rows");
     for (std::size_t k = 0; k < rows.size(); ++k) {
       const Reader r(rows[k], o.Child("rows") + "[" + std::to_string(k) + "]", in.source());

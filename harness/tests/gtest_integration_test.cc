@@ -245,5 +245,19 @@ TEST(Runner, ProbeThrowingAtBaselineOrMidRun_IsAnErrorResultNamingIt) {
   }
 }
 
+
+TEST(Runner, WorkloadFactoryThrowing_IsAnErrorResultNotAnEscape) {
+  workloads::Registration reg;
+  reg.info.name = "broken_factory";
+  reg.info.expectation = reports::kPass;
+  reg.make = []() -> std::unique_ptr<workloads::Workload> {
+    throw std::runtime_error("cannot open the dataset");
+  };
+  reports::WorkloadResult r;
+  ASSERT_NO_THROW(r = Runner(RunOptions{}).Run(reg));
+  EXPECT_EQ(r.verdict, reports::kError);
+  EXPECT_NE(r.evidence.find("cannot open the dataset"), std::string::npos) << r.evidence;
+}
+
 }  // namespace
 }  // namespace leakbound::harness

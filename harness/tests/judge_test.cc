@@ -261,5 +261,27 @@ TEST(Judge, TorchReconciliation_LedgerGrowsOutsideTheCachingAllocator_IsFlagged)
   EXPECT_EQ(Find(Judge(t), "reconcile.outside_torch_bytes"), nullptr);
 }
 
+
+TEST(Judge, PartlyUnavailableProbe_StillJudgesWhatItMeasures) {
+  Trace t = GpuTrace(true, Growing(1 << 20, 4096), Flat(0), Flat(0), Flat(0));
+  t.probes[1].state = "partly unavailable: pool attributes cannot be read";
+  EXPECT_EQ(Find(Judge(t), "cupti.device_bytes")->verdict, reports::kUnboundedGrowth);
+}
+
+TEST(TraceFile, UnknownKindOrUnlistedProbe_AreRefused) {
+  TraceFile file;
+  file.traces.push_back(GpuTrace(true, Flat(0), Flat(0), Flat(0), Flat(0)));
+  file.traces[0].subject.kind = "watch";
+  EXPECT_THROW(TraceFileFromJson(TraceFileToJson(file), "t.json"), TraceError);
+  file.traces[0].subject.kind = "watched";
+  file.traces[0].counters[0].probe = "nowhere";
+  try {
+    TraceFileFromJson(TraceFileToJson(file), "t.json");
+    ADD_FAILURE() << "a counter of an unlisted probe was accepted";
+  } catch (const TraceError& e) {
+    EXPECT_TRUE(Contains(e.what(), "which is not in `probes`")) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace leakbound::harness

@@ -74,6 +74,8 @@ class Runner {
                                               int runs) const;
 
  private:
+  // Record() without the last-resort catch around the workload's factory and the probes' set-up.
+  Trace RecordOrThrow(const workloads::Registration& registration, const ProgressFn& progress) const;
   RunOptions options_;
 };
 

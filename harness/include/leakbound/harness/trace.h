@@ -49,7 +49,11 @@ struct ProbeState {
   std::string name;   // "runtime", "host", "cupti", ...
   std::string state;  // "active", "unavailable: <reason>", "disabled"
   bool operator==(const ProbeState&) const = default;
-  bool active() const { return state == "active"; }
+  // A probe that is "partly unavailable" still measures what it can: only "unavailable" and
+  // "disabled" take its counters out of judgement.
+  bool active() const {
+    return state.rfind("unavailable", 0) != 0 && state.rfind("disabled", 0) != 0;
+  }
 };
 
 // What was outstanding at one block end, grouped by tag (runtime tracking) or by call site
@@ -108,7 +112,9 @@ struct Trace {
 
   bool operator==(const Trace&) const = default;
   const TraceCounter* Find(const std::string& counter_name) const;
-  int TotalSteps() const { return warmup_steps + blocks * steps_per_block; }
+  std::int64_t TotalSteps() const {
+    return std::int64_t{warmup_steps} + std::int64_t{blocks} * steps_per_block;
+  }
 };
 
 // A set of traces as one run wrote them: the run's metadata, the noise floors it judged noisy
