@@ -50,6 +50,12 @@ torch_case() {  # RC VERDICT BUG MARKER [watch flags]
   expect_verdict "$verdict" host.heap_bytes
 }
 
+libtorch_case() {  # RC VERDICT MODE
+  [ -n "${LIBTORCH_MLP:-}" ] || { echo "SKIP: ${LIBTORCH_SKIP:-the libtorch program was not built}"; exit 77; }
+  watch_expect "$1" -- "$LIBTORCH_MLP" "$3" 300
+  expect_verdict "$2" host.heap_bytes
+}
+
 case $case_name in
   c_leak)
     watch_expect 1 -- "$c_steps" leak 200
@@ -149,6 +155,12 @@ case $case_name in
     watch_expect 4 --step-on torch.optim.NoSuchOptimizer.step -- "$python" "$programs/torch_mlp.py" clean step_on 20
     report_field "w['evidence'] + w['description']" | grep -q "never resolved" || fail "the report does not say the name never resolved"
     ;;
+  libtorch_keep_losses)
+    libtorch_case 1 unbounded-growth keep_losses
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    python3 -c "import sys; sys.exit(0 if float('$slope') > 100 else 1)" || fail "host.heap_bytes slope $slope, want > 100 bytes/step (a loss and its graph)"
+    ;;
+  libtorch_clean) libtorch_case 0 PASS clean ;;
   *) echo "unknown case $case_name" >&2; exit 2 ;;
 esac
 echo "ok [$case_name]"
