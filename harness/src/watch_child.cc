@@ -1,6 +1,7 @@
 // `leakbound watch`: starting the program under the preload and receiving its
 // records. The channel is a SOCK_SEQPACKET socket pair (one record per message,
-// never interleaved; a vanished parent is EPIPE in the child, not SIGPIPE); its
+// never interleaved; a vanished parent is EPIPE in the child, not SIGPIPE; read
+// up to kMessagesPerRead messages per recvmmsg); its
 // child end is named by LEAKBOUND_WATCH_FD, and only the process whose pid is
 // LEAKBOUND_WATCH_PID reports (forked children stay silent). SIGINT/SIGTERM
 // received here are forwarded to the program's process group.
@@ -13,8 +14,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -177,10 +180,6 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
         recording.probe_piece.clear();
       }
       break;
-    case LEAKBOUND_WATCH_SITE:
-      recording.site_updates.push_back(
-          {recording.samples.size(), record.site, record.site_bytes, record.site_allocations});
-      break;
     case LEAKBOUND_WATCH_NAME:
       recording.site_names[record.site] = text;
       break;
@@ -195,22 +194,73 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
   }
 }
 
-// Reads every record waiting on the socket; returns false once no writer is
-// left.
+// A SITES message (channel.h): `count` entries after the record's head; its
+// size must match.
+void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
+                      WatchRecording &recording) {
+  const size_t head = offsetof(leakbound_watch_site_batch, entries);
+  if (batch.count > LEAKBOUND_WATCH_SITE_BATCH ||
+      size != head + batch.count * sizeof(leakbound_watch_site_entry)) {
+    ++recording.malformed_records;
+    return;
+  }
+  for (uint32_t i = 0; i < batch.count; ++i) {
+    const leakbound_watch_site_entry &entry = batch.entries[i];
+    recording.site_updates.push_back(
+        {recording.samples.size(), entry.site, entry.bytes, entry.allocations});
+  }
+}
+
+// One message as received: a record, or a SITES batch (told apart by kind; both
+// start with the same head).
+union WatchMessage {
+  leakbound_watch_record record;
+  leakbound_watch_site_batch batch;
+};
+
+void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &recording) {
+  if (size >= offsetof(leakbound_watch_site_batch, entries) &&
+      message.batch.magic == LEAKBOUND_WATCH_MAGIC &&
+      message.batch.version == LEAKBOUND_WATCH_VERSION &&
+      message.batch.kind == LEAKBOUND_WATCH_SITES) {
+    ConsumeSiteBatch(message.batch, size, recording);
+  } else if (size == sizeof message.record) {
+    Consume(message.record, recording);
+  } else {
+    ++recording.malformed_records;
+  }
+}
+
+// Reads every message waiting on the socket, kMessagesPerRead per recvmmsg;
+// returns false once no writer is left.
+constexpr unsigned kMessagesPerRead = 64;
 bool Drain(int fd, WatchRecording &recording, bool block) {
+  static std::vector<WatchMessage> messages(kMessagesPerRead);  // 256 KiB, reused
+  std::array<iovec, kMessagesPerRead> vectors{};
+  std::array<mmsghdr, kMessagesPerRead> headers{};
   for (;;) {
-    leakbound_watch_record record;
-    const ssize_t got = ::recv(fd, &record, sizeof record, block ? 0 : MSG_DONTWAIT);
-    if (got == 0) return false;
+    for (unsigned i = 0; i < kMessagesPerRead; ++i) {
+      vectors[i] = {&messages[i], sizeof(WatchMessage)};
+      headers[i] = {};
+      headers[i].msg_hdr.msg_iov = &vectors[i];
+      headers[i].msg_hdr.msg_iovlen = 1;
+    }
+    const int got = ::recvmmsg(fd, headers.data(), kMessagesPerRead,
+                               block ? MSG_WAITFORONE : MSG_DONTWAIT, nullptr);
     if (got < 0) {
       if (errno == EINTR) continue;
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
-    if (static_cast<size_t>(got) == sizeof record) {
-      Consume(record, recording);
-    } else {
-      ++recording.malformed_records;
+    for (int i = 0; i < got; ++i) {
+      // A zero-length message is the end of the stream (every writer closed).
+      if (headers[i].msg_len == 0) return false;
+      if (headers[i].msg_hdr.msg_flags & MSG_TRUNC) {
+        ++recording.malformed_records;
+        continue;
+      }
+      ConsumeMessage(messages[i], headers[i].msg_len, recording);
     }
+    if (got == 0) return false;
     block = false;
   }
 }

@@ -2,9 +2,9 @@
  * end, plus the call site of each allocation) and anonymous mmap/munmap/mremap as their own exact
  * counter. Forwards to glibc's __libc_* entry points (malloc) and to raw syscalls (mmap), so no
  * dlsym bootstrap is needed. The call site is __builtin_return_address(0) of the hook: one frame,
- * no unwinding, no allocation. The core (watch/heap/src/heap_core.c) keeps the block records; a
- * site is stored in the record's 24-bit slot with Take + PutBack (see docs/watch.md: a core entry
- * point taking the site directly would save that round trip). */
+ * no unwinding, no allocation. The core (watch/heap/src/heap_core.c) keeps the block records and
+ * stores the site in the record's 24-bit slot (LeakboundHeapOnAllocAt); a free gets it back in
+ * the same step (LeakboundHeapOnFreeTaken). */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,15 +28,13 @@ extern void* __libc_valloc(size_t size);
 extern void* __libc_pvalloc(size_t size);
 
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
-  LeakboundHeapOnAlloc(block, size);
-  if (!g_leakbound_sites_on || leakbound_heap_excluded()) return;
-  uint32_t site = LeakboundSiteFor(pc);
-  if (site == 0) return;
-  LeakboundHeapTaken taken = LeakboundHeapTake(block);
-  if (!taken.found) return; /* counting paused, or the table had no slot */
-  taken.site = site;
-  LeakboundHeapPutBack(block, taken);
-  LeakboundSiteAdd(site, (int64_t)size, 1);
+  if (!g_leakbound_sites_on) {
+    LeakboundHeapOnAlloc(block, size);
+    return;
+  }
+  /* An excluded thread's allocation (the marker's) claims no site. */
+  uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
+  if (LeakboundHeapOnAllocAt(block, size, site) && site) LeakboundSiteAdd(site, (int64_t)size, 1);
 }
 
 static inline void Forgotten(LeakboundHeapTaken taken) {
@@ -47,7 +45,8 @@ static inline void Forgotten(LeakboundHeapTaken taken) {
 
 static inline void Uncounted(void* block) {
   if (g_leakbound_sites_on) {
-    Forgotten(LeakboundHeapTake(block));
+    LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
+    if (taken.found && taken.site) LeakboundSiteAdd(taken.site, -(int64_t)taken.size, -1);
   } else {
     LeakboundHeapOnFree(block);
   }

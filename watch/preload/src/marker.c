@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,27 +101,45 @@ static void NameOf(uintptr_t pc, char *out) {
   CopyText(out, text);
 }
 
-typedef struct SiteReport {
-  uint64_t seq;
-} SiteReport;
+/* The SITES message being filled at a marker (guarded by g_marker_lock). */
+static leakbound_watch_site_batch g_site_batch;
 
-static void SendSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocations,
-                     int first_time, void *context) {
-  leakbound_watch_record record;
-  memset(&record, 0, sizeof record);
-  record.site = site;
-  record.site_pc = pc;
-  record.seq = ((SiteReport *)context)->seq;
-  if (first_time) {
-    record.kind = LEAKBOUND_WATCH_NAME;
-    NameOf(pc, record.text);
-    Send(&record);
-    record.text[0] = '\0';
+static void SendSiteBatch(void) {
+  if (g_site_batch.count == 0) return;
+  g_site_batch.magic = LEAKBOUND_WATCH_MAGIC;
+  g_site_batch.version = LEAKBOUND_WATCH_VERSION;
+  g_site_batch.kind = LEAKBOUND_WATCH_SITES;
+  g_site_batch.pid = (uint32_t)g_pid;
+  const size_t size = offsetof(leakbound_watch_site_batch, entries) +
+                      g_site_batch.count * sizeof(leakbound_watch_site_entry);
+  for (;;) {
+    ssize_t sent = send(g_fd, &g_site_batch, size, MSG_NOSIGNAL);
+    if (sent >= 0) break;
+    if (errno == EINTR) continue;
+    atomic_store(&g_followed, 0); /* the parent is gone, as in Send */
+    break;
   }
-  record.kind = LEAKBOUND_WATCH_SITE;
-  record.site_bytes = bytes > 0 ? (uint64_t)bytes : 0;
-  record.site_allocations = allocations > 0 ? (uint64_t)allocations : 0;
-  Send(&record);
+  g_site_batch.count = 0;
+}
+
+static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocations,
+                    int first_time, void *context) {
+  (void)context;
+  if (first_time) { /* before the batch that holds its first entry */
+    leakbound_watch_record name;
+    memset(&name, 0, sizeof name);
+    name.kind = LEAKBOUND_WATCH_NAME;
+    name.site = site;
+    name.site_pc = pc;
+    NameOf(pc, name.text);
+    Send(&name);
+  }
+  leakbound_watch_site_entry *entry = &g_site_batch.entries[g_site_batch.count++];
+  entry->site = site;
+  entry->reserved = 0;
+  entry->bytes = bytes > 0 ? (uint64_t)bytes : 0;
+  entry->allocations = allocations > 0 ? (uint64_t)allocations : 0;
+  if (g_site_batch.count == LEAKBOUND_WATCH_SITE_BATCH) SendSiteBatch();
 }
 
 static void Mark(leakbound_watch_kind kind) {
@@ -134,8 +153,10 @@ static void Mark(leakbound_watch_kind kind) {
                                sample */
   record.time_ns = NowNs();
   if (g_leakbound_sites_on) {
-    SiteReport report = {record.seq};
-    LeakboundSitesVisitChanged(SendSite, &report);
+    g_site_batch.seq = record.seq;
+    g_site_batch.count = 0;
+    LeakboundSitesVisitChanged(AddSite, NULL);
+    SendSiteBatch();
   }
   leakbound_watch_sampler sampler = atomic_load(&g_device_sampler);
   if (sampler) {

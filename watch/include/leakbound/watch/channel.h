@@ -2,8 +2,9 @@
  * sent with one send(2) each on the SOCK_SEQPACKET socket whose descriptor is
  * in LEAKBOUND_WATCH_FD (docs/watch.md). A record is one message, so records
  * from several threads never interleave, and sending one needs no allocation
- * and no lock. Shared by the preload and the NVTX/CUDA injections (C, C++) and
- * the parent (C++). */
+ * and no lock. Call-site updates travel in batches (leakbound_watch_site_batch,
+ * up to LEAKBOUND_WATCH_SITE_BATCH sites a message). Shared by the preload and
+ * the NVTX/CUDA injections (C, C++) and the parent (C++). */
 #ifndef LEAKBOUND_WATCH_CHANNEL_H_
 #define LEAKBOUND_WATCH_CHANNEL_H_
 
@@ -14,9 +15,10 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 2
+#define LEAKBOUND_WATCH_VERSION 3
 #define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
 #define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
+#define LEAKBOUND_WATCH_SITE_BATCH 168 /* sites in one SITES message (4,056 bytes) */
 
 /* Environment the parent sets for the child. */
 #define LEAKBOUND_WATCH_ENV_FD "LEAKBOUND_WATCH_FD"
@@ -30,8 +32,9 @@ typedef enum leakbound_watch_kind {
   LEAKBOUND_WATCH_HELLO = 1, /* the preload started in the followed process (counters: now) */
   LEAKBOUND_WATCH_STEP = 2,  /* a step marker returned (counters after the step) */
   LEAKBOUND_WATCH_TICK = 3,  /* a timer sample (--interval) */
-  LEAKBOUND_WATCH_SITE = 4,  /* one call site's survivors changed (precedes its STEP/TICK) */
-  LEAKBOUND_WATCH_NAME = 5,  /* a call site's symbol, sent once, before its first SITE */
+  LEAKBOUND_WATCH_SITES = 4, /* a leakbound_watch_site_batch: call sites whose survivors changed
+                                (precedes its STEP/TICK) */
+  LEAKBOUND_WATCH_NAME = 5,  /* a call site's symbol, sent once, before its first SITES entry */
   LEAKBOUND_WATCH_NOTE = 6,  /* a message for the report (e.g. --step-on resolution) */
   LEAKBOUND_WATCH_BYE = 7,   /* the process is exiting normally (counters at exit) */
   /* Device and framework counters (the CUDA injection, the Python module), each
@@ -88,20 +91,42 @@ typedef struct leakbound_watch_record {
   uint16_t version;
   uint16_t kind;    /* leakbound_watch_kind */
   uint32_t pid;     /* sender */
-  uint32_t site;    /* SITE / NAME: call-site id (1-based) */
-  uint64_t seq;     /* STEP: step index; TICK: tick index; SITE: the step it precedes */
+  uint32_t site;    /* NAME: call-site id (1-based) */
+  uint64_t seq;     /* STEP: step index; TICK: tick index */
   uint64_t time_ns; /* CLOCK_MONOTONIC */
   leakbound_watch_counters counters;
-  uint64_t site_bytes;                     /* SITE: bytes of that site's survivors */
-  uint64_t site_allocations;               /* SITE: their number */
-  uint64_t site_pc;                        /* SITE / NAME: return address of the allocation call */
+  uint64_t site_bytes;                     /* reserved (version 2: SITE) */
+  uint64_t site_allocations;               /* reserved */
+  uint64_t site_pc;                        /* NAME: return address of the allocation call */
   char text[LEAKBOUND_WATCH_TEXT];         /* NOTE / NAME / HELLO (heap state),
                                               NUL-terminated */
   uint64_t values[LEAKBOUND_WATCH_VALUES]; /* DEVICE / COUNTER */
 } leakbound_watch_record;
 
+/* One call site's survivors after the step (bytes and number still live). */
+typedef struct leakbound_watch_site_entry {
+  uint32_t site; /* call-site id (1-based) */
+  uint32_t reserved;
+  uint64_t bytes;
+  uint64_t allocations;
+} leakbound_watch_site_entry;
+
+/* A SITES message: the same 24-byte head as a record (magic .. seq, with `count` where a record
+ * has `site`), then `count` entries; only the used entries are sent, so the message is
+ * offsetof(entries) + count * sizeof(entry) bytes. seq: the step (or tick) it precedes. */
+typedef struct leakbound_watch_site_batch {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t kind; /* LEAKBOUND_WATCH_SITES */
+  uint32_t pid;
+  uint32_t count;
+  uint64_t seq;
+  leakbound_watch_site_entry entries[LEAKBOUND_WATCH_SITE_BATCH];
+} leakbound_watch_site_batch;
+
 #ifdef __cplusplus
 }
+static_assert(sizeof(leakbound_watch_site_batch) <= 4096, "a batch must fit one page");
 static_assert(sizeof(leakbound_watch_record) <= 512, "a record must stay far below PIPE_BUF");
 #endif
 
