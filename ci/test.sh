@@ -93,8 +93,8 @@ grep -E '^\[|^note:' "$root/build/consumer.log" || true
 # runtime must come first in every process, so they run in the default build only.
 run_build "asan+ubsan" asan "" -E "TwentyRepeated" -LE watch || status=1
 # TSan: only the binaries with concurrency tests are built; -R picks those tests.
-run_build "tsan" tsan "runtime_tests reliability_tests workloads_tests" \
-  -R "Thread|Concurren|threaded|Eight" || status=1
+run_build "tsan" tsan "runtime_tests reliability_tests workloads_tests heap_tests heap_core_tests" \
+  -R "Thread|Concurren|threaded|Eight|Heap" || status=1
 
 # shellcheck disable=SC2317  # called through run_step
 fuzz_summary() { grep -E '^fuzz: (Done|regressions)' "$1" | tr '\n' ' '; }
