@@ -2,9 +2,10 @@
 # The test command: installs what is missing, then builds and tests in five steps:
 #   1. default (Release, CUDA backend and CUPTI observer when the toolkit is found): every test;
 #      device tests skip with their reason on a machine without a GPU.
-#   2. ASan+UBSan (CPU stub): every test except the long stress repetitions.
+#   2. ASan+UBSan (CPU stub): every test except the long stress repetitions and the `watch`
+#      label (which preloads leakbound's malloc into other processes).
 #   3. TSan (CPU stub): the concurrency tests (sessions on threads, 8 threads x 500 steps with a
-#      sampler, the threaded workload).
+#      sampler, the threaded workload, the heap interposer's thread tests).
 #   4. libFuzzer (clang): report parsing, rendering and diffing for a bounded time
 #      (LEAKBOUND_FUZZ_SECONDS, default 45), after replaying the saved regressions.
 #   5. consumer (ci/consumer.sh): the default build installed into a temporary prefix and
