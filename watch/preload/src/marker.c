@@ -5,10 +5,11 @@
  * process whose pid is LEAKBOUND_WATCH_PID reports: forked children (DataLoader
  * workers) and programs it execs keep their own counters in their own memory
  * and stay silent, so they can never corrupt the parent's series
- * (docs/watch.md, "Forks"). What the marker itself allocates (dladdr's lock,
- * nothing else) is excluded from the counts. */
+ * (docs/watch.md, "Forks"). What the marker itself allocates (snprintf's, if
+ * any) is excluded from the counts. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -79,25 +80,38 @@ static void Sample(leakbound_watch_counters *out) {
   leakbound_heap_reset_peak();
 }
 
-/* "symbol+0x12 (libfoo.so)" or "libfoo.so+0x1234" (no dynamic symbol: the
- * report can be symbolised further with addr2line on that offset). */
+/* "libfoo.so+0x1234": the module and the pc's offset from its load bias, i.e. the address
+ * `addr2line -f -e libfoo.so 0x1234` symbolises. Found with _dl_find_object (glibc 2.35+:
+ * lock-free, no allocation, a binary search over the loaded objects). dladdr would add the
+ * nearest exported symbol, but it scans a module's whole symbol table for each call: 67% of a
+ * PyTorch run under watch went there (thousands of sites named once each, libtorch_cpu has
+ * ~10^5 symbols), and libtorch's and python3's own functions are not exported anyway. */
 static void NameOf(uintptr_t pc, char *out) {
+  const char *path = NULL;
+  uintptr_t bias = 0;
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
+  struct dl_find_object found;
+  if (_dl_find_object((void *)pc, &found) == 0 && found.dlfo_link_map) {
+    path = found.dlfo_link_map->l_name;
+    bias = (uintptr_t)found.dlfo_link_map->l_addr;
+    if (!path || !*path) path = program_invocation_name; /* the main program */
+  }
+#else
   Dl_info info;
   memset(&info, 0, sizeof info);
-  if (!dladdr((void *)pc, &info) || !info.dli_fname) {
+  if (dladdr((void *)pc, &info) && info.dli_fname) {
+    path = info.dli_fname;
+    bias = (uintptr_t)info.dli_fbase;
+  }
+#endif
+  if (!path) {
     CopyText(out, "?");
     return;
   }
-  const char *module = strrchr(info.dli_fname, '/');
-  module = module ? module + 1 : info.dli_fname;
+  const char *module = strrchr(path, '/');
+  module = module ? module + 1 : path;
   char text[LEAKBOUND_WATCH_TEXT];
-  if (info.dli_sname) {
-    unsigned long offset = (unsigned long)(pc - (uintptr_t)info.dli_saddr);
-    snprintf(text, sizeof text, "%s+0x%lx (%s)", info.dli_sname, offset, module);
-  } else {
-    unsigned long offset = (unsigned long)(pc - (uintptr_t)info.dli_fbase);
-    snprintf(text, sizeof text, "%s+0x%lx", module[0] ? module : "?", offset);
-  }
+  snprintf(text, sizeof text, "%s+0x%lx", module[0] ? module : "?", (unsigned long)(pc - bias));
   CopyText(out, text);
 }
 
