@@ -227,6 +227,15 @@ void CombineVerdicts(const TraceSubject& subject, reports::WorkloadResult& resul
     result.evidence = worst == nullptr ? "every judged counter is flat across blocks and back at "
                                          "its baseline"
                                        : worst->evidence;
+    if (worst == nullptr) {
+      // A PASS after a one-time rise says so: the reader sees what rose and that it did not recur.
+      for (const reports::CounterVerdict& v : result.counters) {
+        if (v.judged && v.evidence.find("one-time rise") != std::string::npos) {
+          result.evidence = "bounded: " + v.evidence;
+          break;
+        }
+      }
+    }
   }
   bool met = result.verdict == subject.expectation;
   if (met && subject.kind == "zoo" && !subject.detected_by.empty()) {
