@@ -542,6 +542,11 @@ int main(int argc, char** argv) {
 
   std::string render_in, render_out;
   bool as_html = false, as_md = false;
+  // Listed for --help and the unknown-subcommand message; main() hands `watch` to WatchMain
+  // before parsing, so this entry never parses anything itself.
+  app.add_subcommand("watch",
+                     "judge a program leakbound did not write: leakbound watch [options] -- CMD "
+                     "[ARGS...] (see `leakbound watch --help`)");
   auto* render = app.add_subcommand("render", "render a report.json as HTML or Markdown");
   render->add_option("report", render_in, "report.json")->required();
   render->add_flag("--html", as_html, "self-contained HTML with SVG charts");

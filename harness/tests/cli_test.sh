@@ -35,7 +35,7 @@ expect 0 "list" -- "$lb" list
 grep -q "zoo_smallest_leak" "$tmp/out.txt" || { echo "FAIL: list lacks the zoo"; failures=$((failures + 1)); }
 expect 2 "no subcommand" -- "$lb"
 expect 2 "unknown subcommand" -- "$lb" frobnicate --all
-expect_stderr "unknown subcommand 'frobnicate'; the subcommands are: list, run, diff, check, render, judge"
+expect_stderr "unknown subcommand 'frobnicate'; the subcommands are: list, run, diff, check, watch, render, judge"
 expect 0 "run --help" -- "$lb" run --help
 grep -q -- "--blocks.*\[2 - 1000\]" "$tmp/out.txt" || { echo "FAIL: run --help does not show the bounds of --blocks"; failures=$((failures + 1)); }
 grep -q -- "--steps.*\[1 - 100000\]" "$tmp/out.txt" || { echo "FAIL: run --help does not show the bounds of --steps"; failures=$((failures + 1)); }
