@@ -14,6 +14,16 @@ extern "C" {
 
 #define LEAKBOUND_HEAP_HIDDEN __attribute__((visibility("hidden")))
 
+/* glibc's own entry points, which the interposing front ends (interpose_glibc.c, the watch
+ * preload's front_end.c) forward to: exported by libc, so no dlsym bootstrap is needed. */
+extern void *__libc_malloc(size_t size);
+extern void __libc_free(void *block);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *block, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
+extern void *__libc_valloc(size_t size);
+extern void *__libc_pvalloc(size_t size);
+
 /* What a front end learned when it took a block out of the table (realloc puts it back on
  * failure). found == 0: the block was not counted (excluded, allocated before the interposer,
  * or by another allocator). */

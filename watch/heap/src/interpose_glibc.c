@@ -12,14 +12,6 @@
 
 #include "heap_core.h"
 
-extern void* __libc_malloc(size_t size);
-extern void __libc_free(void* block);
-extern void* __libc_calloc(size_t count, size_t size);
-extern void* __libc_realloc(void* block, size_t size);
-extern void* __libc_memalign(size_t alignment, size_t size);
-extern void* __libc_valloc(size_t size);
-extern void* __libc_pvalloc(size_t size);
-
 #define LB_EXPORT __attribute__((visibility("default")))
 
 /* The dynamic loader's own allocations (the TLS vector of each new thread, which glibc keeps

@@ -19,14 +19,6 @@
 #include "leakbound/watch/heap.h"
 #include "preload_internal.h"
 
-extern void* __libc_malloc(size_t size);
-extern void __libc_free(void* block);
-extern void* __libc_calloc(size_t count, size_t size);
-extern void* __libc_realloc(void* block, size_t size);
-extern void* __libc_memalign(size_t alignment, size_t size);
-extern void* __libc_valloc(size_t size);
-extern void* __libc_pvalloc(size_t size);
-
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
   if (!g_leakbound_sites_on) {
     LeakboundHeapOnAlloc(block, size);
