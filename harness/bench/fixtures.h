@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "leakbound/runtime/session.h"
 #include "leakbound/runtime/trainer.h"
@@ -56,6 +57,16 @@ class PairedTimes {
  public:
   // Which side goes first in the next pair (they alternate).
   bool a_first() const { return pairs_ % 2 == 0; }
+  // Runs `a` and `b` (each returns nanoseconds) in this pair's order; returns {a_ns, b_ns}.
+  template <typename A, typename B>
+  std::pair<double, double> InTurn(A&& a, B&& b) const {
+    if (a_first()) {
+      const double a_ns = a();
+      return {a_ns, b()};
+    }
+    const double b_ns = b();
+    return {a(), b_ns};
+  }
   void Add(double a_ns, double b_ns);
   void Report(benchmark::State& state, const std::string& a, const std::string& b,
               const std::string& ratio) const;

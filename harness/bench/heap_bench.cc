@@ -49,14 +49,8 @@ void MallocFreePair(benchmark::State& state) {
   TimePairs(g_malloc, g_free, bytes);  // warm-up: tcache bin, table slot
   TimePairs(g_libc_malloc, g_libc_free, bytes);
   for (auto _ : state) {
-    double hooked = 0, bare = 0;
-    if (pairs.a_first()) {
-      hooked = TimePairs(g_malloc, g_free, bytes);
-      bare = TimePairs(g_libc_malloc, g_libc_free, bytes);
-    } else {
-      bare = TimePairs(g_libc_malloc, g_libc_free, bytes);
-      hooked = TimePairs(g_malloc, g_free, bytes);
-    }
+    const auto [hooked, bare] =
+        pairs.InTurn([&] { return TimePairs(g_malloc, g_free, bytes); }, [&] { return TimePairs(g_libc_malloc, g_libc_free, bytes); });
     pairs.Add(hooked / kPairsPerBatch, bare / kPairsPerBatch);
     state.SetIterationTime(hooked * 1e-9);
   }
@@ -84,14 +78,8 @@ void StepCountingVsOff(benchmark::State& state, const MlpShape& shape) {
   step(false);
   PairedTimes pairs;
   for (auto _ : state) {
-    double counting = 0, off = 0;
-    if (pairs.a_first()) {
-      counting = step(true);
-      off = step(false);
-    } else {
-      off = step(false);
-      counting = step(true);
-    }
+    const auto [counting, off] =
+        pairs.InTurn([&] { return step(true); }, [&] { return step(false); });
     pairs.Add(counting, off);
   }
   pairs.Report(state, "counting_ns", "off_ns", "counting_over_off");

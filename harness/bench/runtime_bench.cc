@@ -111,14 +111,8 @@ void StepPaired(benchmark::State& state, const MlpShape& shape) {
   explicit_release();
   PairedTimes pairs;
   for (auto _ : state) {
-    double a = 0, b = 0;
-    if (pairs.a_first()) {
-      a = with_step();
-      b = explicit_release();
-    } else {
-      b = explicit_release();
-      a = with_step();
-    }
+    const auto [a, b] =
+        pairs.InTurn([&] { return with_step(); }, [&] { return explicit_release(); });
     pairs.Add(a, b);
   }
   pairs.Report(state, "withstep_ns", "explicit_ns", "withstep_over_explicit");
@@ -209,14 +203,8 @@ void ScopeExit(benchmark::State& state, runtime::ScopeKind scope, bool tracked) 
   PairedTimes pairs;
   const MemoryPassWindow window;
   for (auto _ : state) {
-    double exit = 0, bare = 0;
-    if (pairs.a_first()) {
-      exit = exit_ns();
-      bare = bare_ns();
-    } else {
-      bare = bare_ns();
-      exit = exit_ns();
-    }
+    const auto [exit, bare] =
+        pairs.InTurn([&] { return exit_ns(); }, [&] { return bare_ns(); });
     pairs.Add(exit / per_node, bare / per_node);
     state.SetIterationTime(exit * 1e-9);
   }
@@ -329,14 +317,8 @@ void AllocThroughput(benchmark::State& state, Stack stack) {
   PairedTimes pairs;
   const MemoryPassWindow window;
   for (auto _ : state) {
-    double through_stack = 0, through_host = 0;
-    if (pairs.a_first()) {
-      through_stack = TimeBurst(top, bytes, tag, blocks);
-      through_host = TimeBurst(host, bytes, tag, blocks);
-    } else {
-      through_host = TimeBurst(host, bytes, tag, blocks);
-      through_stack = TimeBurst(top, bytes, tag, blocks);
-    }
+    const auto [through_stack, through_host] =
+        pairs.InTurn([&] { return TimeBurst(top, bytes, tag, blocks); }, [&] { return TimeBurst(host, bytes, tag, blocks); });
     pairs.Add(through_stack / kBurst, through_host / kBurst);
     state.SetIterationTime(through_stack * 1e-9);
   }

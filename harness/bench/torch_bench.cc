@@ -102,14 +102,8 @@ void Paired(benchmark::State& state, Leakbound&& leakbound, Torch&& torch) {
   timed(torch);
   PairedTimes pairs;
   for (auto _ : state) {
-    double ours = 0, theirs = 0;
-    if (pairs.a_first()) {
-      ours = timed(leakbound);
-      theirs = timed(torch);
-    } else {
-      theirs = timed(torch);
-      ours = timed(leakbound);
-    }
+    const auto [ours, theirs] =
+        pairs.InTurn([&] { return timed(leakbound); }, [&] { return timed(torch); });
     pairs.Add(ours, theirs);
   }
   pairs.Report(state, "leakbound_ns", "torch_ns", "leakbound_over_torch");
