@@ -50,7 +50,8 @@ void MallocFreePair(benchmark::State& state) {
   TimePairs(g_libc_malloc, g_libc_free, bytes);
   for (auto _ : state) {
     const auto [hooked, bare] =
-        pairs.InTurn([&] { return TimePairs(g_malloc, g_free, bytes); }, [&] { return TimePairs(g_libc_malloc, g_libc_free, bytes); });
+        pairs.InTurn([&] { return TimePairs(g_malloc, g_free, bytes); },
+                     [&] { return TimePairs(g_libc_malloc, g_libc_free, bytes); });
     pairs.Add(hooked / kPairsPerBatch, bare / kPairsPerBatch);
     state.SetIterationTime(hooked * 1e-9);
   }

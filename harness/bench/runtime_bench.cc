@@ -203,8 +203,7 @@ void ScopeExit(benchmark::State& state, runtime::ScopeKind scope, bool tracked) 
   PairedTimes pairs;
   const MemoryPassWindow window;
   for (auto _ : state) {
-    const auto [exit, bare] =
-        pairs.InTurn([&] { return exit_ns(); }, [&] { return bare_ns(); });
+    const auto [exit, bare] = pairs.InTurn([&] { return exit_ns(); }, [&] { return bare_ns(); });
     pairs.Add(exit / per_node, bare / per_node);
     state.SetIterationTime(exit * 1e-9);
   }
@@ -318,7 +317,8 @@ void AllocThroughput(benchmark::State& state, Stack stack) {
   const MemoryPassWindow window;
   for (auto _ : state) {
     const auto [through_stack, through_host] =
-        pairs.InTurn([&] { return TimeBurst(top, bytes, tag, blocks); }, [&] { return TimeBurst(host, bytes, tag, blocks); });
+        pairs.InTurn([&] { return TimeBurst(top, bytes, tag, blocks); },
+                     [&] { return TimeBurst(host, bytes, tag, blocks); });
     pairs.Add(through_stack / kBurst, through_host / kBurst);
     state.SetIterationTime(through_stack * 1e-9);
   }
