@@ -209,12 +209,38 @@ void ClassifyPoolFragmentation(std::vector<reports::CounterVerdict>& verdicts) {
   }
 }
 
+namespace {
+
+// The top line of a PASS says only what was judged: "back at its baseline" only where return to
+// baseline was judged, "flat" only where every judged counter was flat.
+std::string BoundedSummary(const TraceSubject& subject, const reports::WorkloadResult& result) {
+  bool all_flat = true, census = false;
+  for (const reports::CounterVerdict& v : result.counters) {
+    if (!v.judged) continue;
+    if (v.evidence.find(" flat over ") == std::string::npos) all_flat = false;
+    if (!v.survivor_bytes.empty()) census = true;
+  }
+  std::string line = all_flat ? "every judged counter is flat across blocks"
+                              : std::string("no judged counter grows across blocks") +
+                                    (census ? " (census of survivors by birth block)" : "");
+  line += subject.kind == "watched" ? "; return to baseline not judged (a watched program)"
+                                    : " and each is back at its baseline";
+  return line;
+}
+
+}  // namespace
+
 void CombineVerdicts(const TraceSubject& subject, reports::WorkloadResult& result) {
   const reports::CounterVerdict* worst = nullptr;
   const reports::CounterVerdict* expected_counter = nullptr;
+  const reports::CounterVerdict* unsettled = nullptr;  // a census that cannot decide yet
   for (const reports::CounterVerdict& v : result.counters) {
     if (v.counter == subject.detected_by) expected_counter = &v;
     if (v.verdict == reports::kPass) continue;
+    if (v.verdict == reports::kInconclusive) {
+      if (unsettled == nullptr) unsettled = &v;
+      continue;
+    }
     // Prefer the counter the zoo entry names when it carries the worst class.
     if (worst == nullptr || reports::Severity(v.verdict) > reports::Severity(worst->verdict) ||
         (reports::Severity(v.verdict) == reports::Severity(worst->verdict) &&
@@ -222,11 +248,10 @@ void CombineVerdicts(const TraceSubject& subject, reports::WorkloadResult& resul
       worst = &v;
     }
   }
+  if (worst == nullptr && unsettled != nullptr) worst = unsettled;  // any finding beats "not yet"
   if (result.verdict != reports::kError && result.verdict != reports::kInconclusive) {
     result.verdict = worst == nullptr ? reports::kPass : worst->verdict;
-    result.evidence = worst == nullptr ? "every judged counter is flat across blocks and back at "
-                                         "its baseline"
-                                       : worst->evidence;
+    result.evidence = worst == nullptr ? BoundedSummary(subject, result) : worst->evidence;
     if (worst == nullptr) {
       // A PASS after a one-time rise says so: the reader sees what rose and that it did not recur.
       for (const reports::CounterVerdict& v : result.counters) {
@@ -323,8 +348,21 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
         judge.observed_peak =
             std::max(*std::max_element(p.values.begin(), p.values.end()), p.final_value);
       }
+      // The census at the last measured block end decides growth (docs/verdicts.md, "Census").
+      const int last_end = schedule.TotalSteps() - 1;
+      for (const CensusSnapshot& snap : trace.census) {
+        if (snap.counter == c.name && snap.step == last_end) {
+          judge.census = JudgeCensus(c.name, snap.cohorts, snap.step, schedule);
+        }
+      }
+      judge.census_can_confirm = trace.subject.kind != "watched";
       reports::CounterVerdict v =
           JudgeCounter(info, c.values, schedule, c.baseline, c.final_value, judge);
+      if (judge.census) v.survivor_bytes = judge.census->survivor_bytes;
+      if (!judge.census && c.exact && info.judged && trace.schema_version < 2 &&
+          (c.name == "host.heap_bytes" || c.name == "runtime.live_bytes")) {
+        v.evidence += " (a schema-1 trace has no census: growth judged on block ranges)";
+      }
       if (!unavailable.empty()) {
         v.evidence = c.name + " is not judged: its probe '" + c.probe + "' was " + unavailable;
       }

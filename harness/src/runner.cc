@@ -88,6 +88,74 @@ OutstandingSnapshot Outstanding(workloads::Workload& workload, const StepClock& 
   return snapshot;
 }
 
+// The cohorts of one recording and the censuses taken at its block ends (docs/verdicts.md,
+// "Census"). Cohort 0 is setup; a new cohort starts with the first step, at the end of a
+// configured warm-up and after every block end. The host heap's census comes from the
+// interposer's running sums; the runtime's from the tracking adaptor's records, by the step each
+// allocation was made in.
+class CensusBook {
+ public:
+  void Start() {
+    heap_ = leakbound_heap_active() != 0;
+    if (heap_) leakbound_heap_census_start();
+    born_ = {-1};
+    starts_.clear();
+  }
+  // A new cohort from sample `first_step` on. The runtime's cohorts are cut by each tracking
+  // adaptor's allocation sequence (not by tape generation, which a tape that is never reset
+  // keeps forever).
+  void NextCohort(workloads::Workload& workload, int first_step) {
+    if (heap_) leakbound_heap_next_cohort();
+    born_.push_back(first_step);
+    for (runtime::EagerSession* s : workload.Sessions()) {
+      if (s == nullptr || s->tracking() == nullptr) continue;
+      starts_[s->id()].emplace_back(born_.size() - 1, s->tracking()->next_sequence());
+    }
+  }
+  void Take(workloads::Workload& workload, int step, std::vector<CensusSnapshot>& out) const {
+    if (heap_) {
+      std::vector<leakbound_heap_cohort> sums(LEAKBOUND_HEAP_COHORTS);
+      const int n = std::min(leakbound_heap_census(sums.data(), LEAKBOUND_HEAP_COHORTS),
+                             static_cast<int>(born_.size()));
+      CensusSnapshot host{"host.heap_bytes", step, {}};
+      for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k) {
+        host.cohorts.push_back({born_[k], static_cast<std::uint64_t>(sums[k].bytes),
+                                static_cast<std::uint64_t>(sums[k].blocks)});
+      }
+      out.push_back(std::move(host));
+    }
+    CensusSnapshot runtime{"runtime.live_bytes", step, {}};
+    for (std::int64_t born : born_) runtime.cohorts.push_back({born, 0, 0});
+    bool tracked = false;
+    for (runtime::EagerSession* s : workload.Sessions()) {
+      if (s == nullptr || s->tracking() == nullptr) continue;
+      tracked = true;
+      const auto it = starts_.find(s->id());
+      for (const runtime::OutstandingAllocation& a : s->tracking()->Outstanding()) {
+        // The cohort current when the allocation was made: the last start at or before its
+        // sequence; before the session's first start, the cohort before it (it was made then).
+        std::size_t k = 0;
+        if (it != starts_.end() && !it->second.empty()) {
+          k = it->second.front().first > 0 ? it->second.front().first - 1 : 0;
+          for (const auto& [cohort, sequence] : it->second) {
+            if (sequence <= a.sequence) k = cohort;
+          }
+        } else {
+          k = born_.size() - 1;  // a session made since the last cohort began
+        }
+        runtime.cohorts[k].bytes += a.bytes;
+        runtime.cohorts[k].blocks += 1;
+      }
+    }
+    if (tracked) out.push_back(std::move(runtime));
+  }
+
+ private:
+  bool heap_ = false;
+  std::vector<std::int64_t> born_;
+  std::map<std::uint64_t, std::vector<std::pair<std::size_t, std::uint64_t>>> starts_;
+};
+
 std::string What(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
@@ -225,6 +293,8 @@ Trace Runner::RecordOrThrow(const workloads::Registration& registration,
       warmup >= 0 ? warmup + blocks * n : (options_.max_warmup_blocks + kWarmupStableBlocks) * n;
   bool confirmation_considered = false;
   std::vector<OutstandingSnapshot> block_end_snapshots;
+  std::vector<CensusSnapshot> block_end_census;
+  CensusBook census;
   StepClock clock;
   std::exception_ptr error;
   try {
@@ -246,6 +316,7 @@ Trace Runner::RecordOrThrow(const workloads::Registration& registration,
     leakbound_heap_reset_peak();
     take_sample(sample);
     for (std::size_t c = 0; c < n_counters; ++c) trace.counters[c].baseline = sample[c];
+    census.Start();
     {
       leakbound_heap_exclude_end();  // the workload's own code is what the heap counts
       struct Reenter {
@@ -260,6 +331,7 @@ Trace Runner::RecordOrThrow(const workloads::Registration& registration,
                             " after " + std::to_string(step) + " steps";
         break;
       }
+      if (step == 0) census.NextCohort(*workload, 0);
       Clock::time_point t0, t1;
       {
         leakbound_heap_exclude_end();
@@ -280,7 +352,11 @@ Trace Runner::RecordOrThrow(const workloads::Registration& registration,
       const int configured = options_.warmup_steps;
       const bool block_end =
           configured >= 0 ? done > configured && (done - configured) % n == 0 : done % n == 0;
-      if (block_end) block_end_snapshots.push_back(Outstanding(*workload, clock, step));
+      if (block_end) {
+        block_end_snapshots.push_back(Outstanding(*workload, clock, step));
+        census.Take(*workload, step, block_end_census);
+      }
+      if (block_end || (configured > 0 && done == configured)) census.NextCohort(*workload, done);
       if (warmup < 0 && block_end) {
         std::vector<std::span<const double>> exact;
         for (const TraceCounter& c : trace.counters)
@@ -301,10 +377,17 @@ Trace Runner::RecordOrThrow(const workloads::Registration& registration,
       if (done == planned && warmup >= 0 && !confirmation_considered && confirm_blocks > 0) {
         confirmation_considered = true;
         const Schedule schedule{warmup, blocks, n};
-        const bool confirm =
+        bool confirm =
             std::any_of(trace.counters.begin(), trace.counters.end(), [&](const TraceCounter& c) {
               return c.exact && c.judged && NeedsConfirmation(c.values, schedule);
             });
+        // A census that saw survivors from one block only asks for the same confirmation.
+        for (const CensusSnapshot& snap : block_end_census) {
+          if (snap.step == step && JudgeCensus(snap.counter, snap.cohorts, snap.step, schedule)
+                                           .outcome == CensusOutcome::kOneTime) {
+            confirm = true;
+          }
+        }
         if (confirm) {
           blocks += confirm_blocks;
           trace.confirmation_blocks = confirm_blocks;
@@ -353,6 +436,10 @@ Trace Runner::RecordOrThrow(const workloads::Registration& registration,
   for (OutstandingSnapshot& s : block_end_snapshots) {
     const int measured = s.step + 1 - trace.warmup_steps;
     if (measured > 0 && measured % n == 0) trace.outstanding.push_back(std::move(s));
+  }
+  for (CensusSnapshot& s : block_end_census) {
+    const int measured = s.step + 1 - trace.warmup_steps;
+    if (measured > 0 && measured % n == 0) trace.census.push_back(std::move(s));
   }
   if (error) {
     trace.error = "the workload threw: " + What(error);

@@ -163,6 +163,15 @@ json TraceToJson(const Trace& t) {
     }
     outstanding.push_back({{"step", snap.step}, {"rows", std::move(rows)}});
   }
+  json census = json::array();
+  for (const CensusSnapshot& snap : t.census) {
+    json cohorts = json::array();
+    for (const CensusCohort& c : snap.cohorts) {
+      cohorts.push_back({{"born_step", c.born_step}, {"bytes", c.bytes}, {"blocks", c.blocks}});
+    }
+    census.push_back(
+        {{"counter", snap.counter}, {"step", snap.step}, {"cohorts", std::move(cohorts)}});
+  }
   json j{{"subject", SubjectToJson(t.subject)},
          {"warmup_steps", t.warmup_steps},
          {"warmup_detected", t.warmup_detected},
@@ -174,14 +183,16 @@ json TraceToJson(const Trace& t) {
          {"step_ns", t.step_ns},
          {"probe_ns", t.probe_ns},
          {"outstanding", std::move(outstanding)},
+         {"census", std::move(census)},
          {"error", t.error},
          {"ended_early", t.ended_early}};
   if (t.peak_bound_bytes) j["peak_bound_bytes"] = *t.peak_bound_bytes;
   return j;
 }
 
-Trace TraceFromJson(const Reader& in) {
+Trace TraceFromJson(const Reader& in, int schema_version) {
   Trace t;
+  t.schema_version = schema_version;
   t.subject = SubjectFromJson(Reader(in.At("subject"), in.Child("subject"), in.source()));
   t.warmup_steps = in.Int("warmup_steps", 0, 100000000);
   t.warmup_detected = in.Bool("warmup_detected");
@@ -255,6 +266,40 @@ Trace TraceFromJson(const Reader& in) {
     }
     t.outstanding.push_back(std::move(snap));
   }
+  if (schema_version >= 2) {
+    const json& census = in.Array("census");
+    for (std::size_t i = 0; i < census.size(); ++i) {
+      const Reader o(census[i], in.Child("census") + "[" + std::to_string(i) + "]", in.source());
+      CensusSnapshot snap;
+      snap.counter = o.String("counter");
+      if (t.Find(snap.counter) == nullptr) {
+        o.Fail(o.Child("counter"), "names '" + snap.counter + "', which is not in `counters`");
+      }
+      snap.step = o.Int("step", 0, static_cast<int>(std::min<std::int64_t>(
+                                       std::max<std::int64_t>(total - 1, 0), 2147483647)));
+      for (const CensusSnapshot& before : t.census) {
+        if (before.counter == snap.counter && before.step >= snap.step) {
+          o.Fail(o.Child("step"), "is " + std::to_string(snap.step) +
+                                      ", not after the previous census of " + snap.counter +
+                                      "; censuses are in step order");
+        }
+      }
+      const json& cohorts = o.Array("cohorts");
+      for (std::size_t k = 0; k < cohorts.size(); ++k) {
+        const Reader c(cohorts[k], o.Child("cohorts") + "[" + std::to_string(k) + "]",
+                       in.source());
+        CensusCohort cohort{c.Int64("born_step"), c.UInt64("bytes"), c.UInt64("blocks")};
+        if (cohort.born_step < -1 || cohort.born_step > snap.step ||
+            (!snap.cohorts.empty() && cohort.born_step <= snap.cohorts.back().born_step)) {
+          c.Fail(c.Child("born_step"),
+                 "is " + std::to_string(cohort.born_step) +
+                     "; cohorts are born in increasing steps from -1 up to the census's step");
+        }
+        snap.cohorts.push_back(cohort);
+      }
+      t.census.push_back(std::move(snap));
+    }
+  }
   if (in.Has("peak_bound_bytes")) t.peak_bound_bytes = in.Double("peak_bound_bytes");
   return t;
 }
@@ -299,9 +344,12 @@ TraceFile TraceFileFromJson(const std::string& text, const std::string& source) 
   }
   TraceFile file;
   file.schema_version = in.Int("schema_version", 0, 1000000);
-  if (file.schema_version != kTraceSchemaVersion) {
+  if (file.schema_version < kOldestTraceSchemaVersion ||
+      file.schema_version > kTraceSchemaVersion) {
     in.Fail("$.schema_version", "is " + std::to_string(file.schema_version) +
-                                    "; this build reads " + std::to_string(kTraceSchemaVersion));
+                                    "; this build reads " +
+                                    std::to_string(kOldestTraceSchemaVersion) + " to " +
+                                    std::to_string(kTraceSchemaVersion));
   }
   try {
     file.meta = reports::ReportFromJson(in.At("run"), source).meta;
@@ -317,7 +365,8 @@ TraceFile TraceFileFromJson(const std::string& text, const std::string& source) 
   const json& traces = in.Array("traces");
   for (std::size_t i = 0; i < traces.size(); ++i) {
     file.traces.push_back(
-        TraceFromJson(Reader(traces[i], "$.traces[" + std::to_string(i) + "]", source)));
+        TraceFromJson(Reader(traces[i], "$.traces[" + std::to_string(i) + "]", source),
+                      file.schema_version));
   }
   return file;
 }

@@ -290,7 +290,109 @@ Trend NoisyTrend(const CounterInfo& info, std::span<const double> measured,
   return trend;
 }
 
+std::string JoinAmounts(const std::vector<double>& values, const std::string& unit) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + FormatAmount(values[i], unit);
+  }
+  return out;
+}
+
 }  // namespace
+
+CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCohort> cohorts,
+                            int census_step, const Schedule& schedule) {
+  CensusJudgement j;
+  j.census_step = census_step;
+  const int blocks = schedule.blocks;
+  const int n = schedule.steps_per_block;
+  j.survivor_bytes.assign(static_cast<std::size_t>(std::max(blocks, 0)), 0.0);
+  j.survivor_blocks.assign(static_cast<std::size_t>(std::max(blocks, 0)), 0.0);
+  for (const CensusCohort& c : cohorts) {
+    if (c.born_step < schedule.warmup_steps) {
+      j.before_bytes += static_cast<double>(c.bytes);
+      continue;
+    }
+    const std::int64_t k = (c.born_step - schedule.warmup_steps) / std::max(n, 1);
+    if (k >= blocks) continue;  // born after the census's last block: cannot happen at a block end
+    j.survivor_bytes[static_cast<std::size_t>(k)] += static_cast<double>(c.bytes);
+    j.survivor_blocks[static_cast<std::size_t>(k)] += static_cast<double>(c.blocks);
+  }
+  j.floor_bytes = std::max(1.0, kCensusFloorBytesPerStep * n);
+  const int aged = blocks - 1;
+  const std::string unit = "bytes";
+  const std::string listed = "born in blocks 1-" + std::to_string(blocks) +
+                             " and still live at step " + std::to_string(census_step) + ": " +
+                             JoinAmounts(j.survivor_bytes, unit);
+  if (aged < kCensusMinAgedBlocks) {
+    j.outcome = CensusOutcome::kTooFewBlocks;
+    j.sentence = counter + " census: " + listed + "; " + std::to_string(blocks) +
+                 " blocks leave " + std::to_string(std::max(aged, 0)) +
+                 " aged block, the census needs " + std::to_string(kCensusMinAgedBlocks) +
+                 " (3 blocks or more)";
+    return j;
+  }
+  std::vector<int> with;  // aged blocks whose survivors reach the floor
+  for (int k = 0; k < aged; ++k) {
+    if (j.survivor_bytes[static_cast<std::size_t>(k)] >= j.floor_bytes) with.push_back(k);
+  }
+  const std::vector<double> aged_bytes(j.survivor_bytes.begin(), j.survivor_bytes.begin() + aged);
+  const std::string floor_text = " (a block's survivors count from " +
+                                 FormatAmount(j.floor_bytes, unit) + ", " +
+                                 FormatRate(kCensusFloorBytesPerStep, unit) + ")";
+  if (static_cast<int>(with.size()) == aged) {
+    bool shrinking = true;
+    for (int k = 1; k < aged; ++k) {
+      if (aged_bytes[static_cast<std::size_t>(k)] > aged_bytes[static_cast<std::size_t>(k) - 1])
+        shrinking = false;
+    }
+    if (shrinking && aged_bytes.back() * kCensusSettlingRatio < aged_bytes.front()) {
+      j.outcome = CensusOutcome::kSettling;
+      j.sentence = counter + " survivors per block decelerating (" + listed +
+                   "): likely a bounded cache still filling; run longer than " +
+                   std::to_string(2 * schedule.TotalSteps()) + " steps to decide";
+      return j;
+    }
+    std::vector<double> sorted = aged_bytes;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted.size() % 2 == 1
+                              ? sorted[sorted.size() / 2]
+                              : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    j.rate_per_step = median / n;
+    j.outcome = CensusOutcome::kGrowth;
+    j.sentence = counter + " grew " + FormatRate(j.rate_per_step, unit) + ": " + listed +
+                 " (survivors from every block, " + std::to_string(n) + " steps each)";
+    return j;
+  }
+  bool gap = false;
+  for (std::size_t i = 1; i < with.size(); ++i) {
+    if (with[i] > with[i - 1] + 1) gap = true;
+  }
+  if (with.size() >= 2 && gap) {
+    double sum = 0;
+    for (int k : with) sum += aged_bytes[static_cast<std::size_t>(k)];
+    j.rate_per_step = sum / (static_cast<double>(aged) * n);
+    j.outcome = CensusOutcome::kRecurring;
+    j.sentence = counter + " grew " + FormatRate(j.rate_per_step, unit) + ": " + listed +
+                 " (survivors recur after a block that left none: a leak that fires less often "
+                 "than once every " + std::to_string(n) + " steps)";
+    return j;
+  }
+  if (with.size() == 1 || (with.size() >= 2 && with.back() < aged - 1)) {
+    j.outcome = CensusOutcome::kOneTime;
+    j.sentence = counter + " census: " + listed + ": survivors from block" +
+                 (with.size() == 1 ? " " + std::to_string(with.front() + 1)
+                                   : "s 1-" + std::to_string(with.back() + 1)) +
+                 " only, none from later blocks: a one-time event" + floor_text;
+    return j;
+  }
+  j.outcome = CensusOutcome::kBounded;
+  j.sentence = counter + " bounded: " + listed +
+               (with.empty() ? " (nothing older than one block survives)"
+                             : " (only the newest blocks' survivors: a structure that turns over)") +
+               floor_text;
+  return j;
+}
 
 void ValidateSchedule(const Schedule& schedule, std::size_t sample_count) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("Schedule: " + what); };
@@ -345,8 +447,30 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
                            options.observed_peak.value_or(baseline)});
 
   const auto measured = values.subspan(static_cast<std::size_t>(schedule.warmup_steps));
-  const Trend trend =
+  Trend trend =
       info.exact ? ExactTrend(info, measured, schedule) : NoisyTrend(info, measured, options.noise);
+  // The census decides growth when it can; the curve stays as supporting evidence.
+  bool unsettled = false;  // the census cannot decide yet: a verdict of inconclusive
+  if (info.exact && options.census && options.census->outcome != CensusOutcome::kTooFewBlocks) {
+    const CensusJudgement& census = *options.census;
+    const std::string curve = " [curve: " + trend.sentence + "]";
+    const bool grew = census.outcome == CensusOutcome::kGrowth ||
+                      census.outcome == CensusOutcome::kRecurring;
+    trend.grew = grew;
+    trend.one_time = census.outcome == CensusOutcome::kOneTime;
+    trend.slope_per_step = grew ? census.rate_per_step : 0;
+    unsettled = census.outcome == CensusOutcome::kSettling ||
+                (census.outcome == CensusOutcome::kOneTime && !options.census_can_confirm);
+    trend.sentence = census.sentence;
+    if (census.outcome == CensusOutcome::kOneTime && !options.census_can_confirm) {
+      trend.sentence += "; nothing can confirm it in a watched program: run at least " +
+                        std::to_string(2 * schedule.TotalSteps()) +
+                        " steps to tell it from a leak that fires less often than once a block";
+    }
+    trend.sentence += curve;
+  } else if (info.exact && options.census) {
+    trend.sentence += "; " + options.census->sentence;
+  }
   verdict.slope_per_step = trend.slope_per_step;
   verdict.slope_bound = trend.slope_bound;
 
@@ -355,6 +479,7 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
   // to the byte).
   std::vector<std::pair<reports::VerdictClass, std::string>> findings;
   if (trend.grew) findings.emplace_back(reports::kUnboundedGrowth, trend.sentence);
+  if (unsettled && info.judged) findings.emplace_back(reports::kInconclusive, trend.sentence);
   const double residue = final_value - baseline;
   if (info.exact && residue != 0 && options.judge_return_to_baseline) {
     findings.emplace_back(reports::kNotReturnedToBaseline,

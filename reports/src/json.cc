@@ -99,6 +99,9 @@ Json WorkloadToJson(const WorkloadResult& workload) {
     entry["peak"] = Number<Json>(counter.peak);
     entry["evidence"] = counter.evidence;
     if (!counter.judged) entry["judged"] = false;
+    if (!counter.survivor_bytes.empty()) {
+      entry["survivor_bytes"] = NumberArray<Json>(counter.survivor_bytes);
+    }
     counters.push_back(std::move(entry));
   }
   json["counters"] = std::move(counters);
@@ -442,6 +445,7 @@ CounterVerdict ReadCounterVerdict(const FieldReader& in) {
   counter.peak = in.Double("peak");
   counter.evidence = in.String("evidence");
   if (in.Has("judged")) counter.judged = in.Bool("judged");
+  if (in.Has("survivor_bytes")) counter.survivor_bytes = in.DoubleArray("survivor_bytes");
   if (!counter.judged && counter.verdict != kPass) {
     in.ThrowInconsistent("judged", "it is false but the counter's verdict is '" +
                                        ToString(counter.verdict) +

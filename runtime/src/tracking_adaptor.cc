@@ -62,6 +62,11 @@ void TrackingAdaptor::DoDeallocateMany(std::span<const Block> blocks) noexcept {
   upstream_->DeallocateMany(blocks);
 }
 
+std::uint64_t TrackingAdaptor::next_sequence() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sequence_;
+}
+
 std::size_t TrackingAdaptor::outstanding_count() const {
   std::lock_guard lock(mutex_);
   return outstanding_.size();

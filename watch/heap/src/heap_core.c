@@ -27,7 +27,18 @@
  * reused by the next thread; when all slots are taken, threads share slot 0 with atomic
  * read-modify-writes. The peak is per slot too: each slot keeps the high-water mark of its own live
  * bytes since the last reset, and peak_bytes is their sum, an upper bound of the process-wide
- * high-water mark that equals it when one thread moves the heap between resets. */
+ * high-water mark that equals it when one thread moves the heap between resets.
+ *
+ * The census of survivors by birth (docs/heap.md, "Census"): the recorder (the Runner at block
+ * ends, the watch preload at its census points) cuts time into cohorts. A record's key carries the
+ * 16-bit epoch its block was born in (bits 48..63; user addresses stay below 2^47), so a census
+ * costs no byte of record. Every slot keeps, per cohort, the live bytes and blocks its thread
+ * allocated minus those it freed (the owner's plain stores again), and a census sums the slots:
+ * exact at a quiet point, O(slots x cohorts), no walk over the records. Cohort c is epoch base + c;
+ * leakbound_heap_census_start() moves the base past every epoch used so far, and a block born
+ * before the base goes to the "older" cohort when it is freed, so what the earlier cohorts hold
+ * when the census starts stays put and is subtracted (g_census_origin). Cohorts past the last
+ * (kCohorts - 2) share it. */
 #define _GNU_SOURCE 1
 #include "heap_core.h"
 
@@ -55,11 +66,15 @@ enum {
   kThreadSlots = 1024,      /* per-thread counter slots; slot 0 is shared */
   kSizeBits = 40,           /* meta word: size in the low bits, call site above */
   kSiteMax = (1 << 24) - 1, /* the largest call-site id a record holds */
+  kEpochShift = 48,         /* a record key: address | birth epoch << 48 */
+  kCohorts = LEAKBOUND_HEAP_COHORTS + 1, /* + one for blocks born before the census started */
+  kOlderCohort = LEAKBOUND_HEAP_COHORTS,
 };
 static const uintptr_t kEmpty = 0;
 static const size_t kRegions = (size_t)1 << (kAddressBits - kRegionBits);
 static const size_t kRecordsPerRegion = (size_t)1 << (kRegionBits - kGranuleShift);
 static const uint64_t kSizeMask = ((uint64_t)1 << kSizeBits) - 1;
+static const uintptr_t kAddressMask = ((uintptr_t)1 << kEpochShift) - 1;
 
 typedef struct Record {
   _Atomic uintptr_t key;
@@ -75,6 +90,9 @@ typedef struct ThreadCounters {
   _Atomic int64_t frees;       /* frees of counted blocks made on this slot */
   _Atomic int64_t total_bytes;
   _Atomic int64_t untracked_allocations;
+  /* Per cohort: bytes and blocks born in it that this slot allocated, minus those it freed. */
+  _Atomic int64_t cohort_bytes[kCohorts];
+  _Atomic int64_t cohort_blocks[kCohorts];
 } __attribute__((aligned(64))) ThreadCounters;
 
 /* One TLS block, so a hook computes the thread pointer offset once. counting is the slot while this
@@ -90,6 +108,11 @@ static _Atomic int g_paused;
 static _Atomic int g_degraded;
 static ThreadCounters g_threads[kThreadSlots] = {{.owned = 1, .shared = 1}};
 static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at least once */
+/* The census clock: the current epoch in the low 16 bits, the census's first epoch (its base)
+ * in the next 16. One word, so a hook reads both with one relaxed load. */
+static _Atomic uint64_t g_census_clock;
+/* What each cohort's sums held when the census started (blocks of earlier censuses). */
+static leakbound_heap_cohort g_census_origin[kCohorts];
 static pthread_key_t g_release_key;
 static _Atomic int g_release_key_ready;
 static const char *g_mode = "none";
@@ -170,7 +193,21 @@ static inline ThreadCounters *CountingCounters(void) {
 }
 
 /* The shared slot 0 (used only past kThreadSlots - 1 live threads): locked adds, CAS peak. */
-static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size) {
+/* The cohort of a block born in `epoch`, given the census clock. */
+static inline unsigned CohortOf(uint64_t clock, unsigned epoch) {
+  const unsigned base = (unsigned)(clock >> 16) & 0xffff;
+  const unsigned age = (epoch - base) & 0xffff;           /* epochs since the census began */
+  const unsigned now = ((unsigned)clock - base) & 0xffff; /* the current cohort, unsaturated */
+  if (age > now) return kOlderCohort;                     /* born before the census started */
+  return age < (unsigned)kOlderCohort - 1 ? age : (unsigned)kOlderCohort - 1;
+}
+
+static inline unsigned CurrentEpoch(uint64_t clock) { return (unsigned)clock & 0xffff; }
+
+static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size,
+                                                           unsigned cohort) {
+  atomic_fetch_add_explicit(&c->cohort_bytes[cohort], (int64_t)size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->cohort_blocks[cohort], 1, memory_order_relaxed);
   int64_t live = atomic_fetch_add_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed) +
                  (int64_t)size;
   int64_t peak = Load(&c->peak_bytes);
@@ -182,18 +219,23 @@ static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, ui
   atomic_fetch_add_explicit(&c->total_bytes, (int64_t)size, memory_order_relaxed);
 }
 
-static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64_t size) {
+static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64_t size,
+                                                       unsigned cohort) {
+  atomic_fetch_sub_explicit(&c->cohort_bytes[cohort], (int64_t)size, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&c->cohort_blocks[cohort], 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed);
   atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
 }
 
 /* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
  * larger value, so it never undoes a reset except with a value live at the reset itself. */
-static inline void CountAllocated(ThreadCounters *c, uint64_t size) {
+static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned cohort) {
   if (LB_UNLIKELY(c->shared)) {
-    CountSharedAllocated(c, size);
+    CountSharedAllocated(c, size, cohort);
     return;
   }
+  Bump(&c->cohort_bytes[cohort], (int64_t)size);
+  Bump(&c->cohort_blocks[cohort], 1);
   int64_t live = Load(&c->live_bytes) + (int64_t)size;
   atomic_store_explicit(&c->live_bytes, live, memory_order_relaxed);
   if (live > Load(&c->peak_bytes))
@@ -202,11 +244,13 @@ static inline void CountAllocated(ThreadCounters *c, uint64_t size) {
   Bump(&c->total_bytes, (int64_t)size);
 }
 
-static inline void CountFreed(ThreadCounters *c, uint64_t size) {
+static inline void CountFreed(ThreadCounters *c, uint64_t size, unsigned cohort) {
   if (LB_UNLIKELY(c->shared)) {
-    CountSharedFreed(c, size);
+    CountSharedFreed(c, size, cohort);
     return;
   }
+  Bump(&c->cohort_bytes[cohort], -(int64_t)size);
+  Bump(&c->cohort_blocks[cohort], -1);
   Bump(&c->live_bytes, -(int64_t)size);
   Bump(&c->frees, 1);
 }
@@ -239,32 +283,38 @@ static inline Record *RecordIn(Record *records, uintptr_t key) {
   return &records[(key & (((uintptr_t)1 << kRegionBits) - 1)) >> kGranuleShift];
 }
 
-/* Clears key's record and returns its meta word; 0 when key was not recorded. */
-static inline int RecordTake(uintptr_t key, uint64_t *meta) {
+/* Clears key's record and returns its meta word and birth epoch; 0 when key was not recorded. */
+static inline int RecordTake(uintptr_t key, uint64_t *meta, unsigned *epoch) {
   size_t region = RegionOf(key);
   if (LB_UNLIKELY(region >= kRegions)) return 0;
   Record *records = atomic_load_explicit(&g_regions[region], memory_order_acquire);
   if (LB_UNLIKELY(records == NULL)) return 0;
   Record *record = RecordIn(records, key);
-  if (atomic_load_explicit(&record->key, memory_order_relaxed) != key) return 0;
+  const uintptr_t stored = atomic_load_explicit(&record->key, memory_order_relaxed);
+  if ((stored & kAddressMask) != key || stored == kEmpty) return 0;
   *meta = atomic_load_explicit(&record->meta, memory_order_relaxed);
+  *epoch = (unsigned)(stored >> kEpochShift);
   atomic_store_explicit(&record->key, kEmpty, memory_order_relaxed);
   return 1;
 }
 
-/* Records key with meta; 0 when it has no record. A record still set is stale (two live blocks
- * never share a granule): its size leaves c's books. */
-static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t meta) {
+/* Records key with meta, born in `epoch`; 0 when it has no record. A record still set is stale
+ * (two live blocks never share a granule): its size leaves c's books. */
+static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t meta, unsigned epoch,
+                            uint64_t clock) {
   size_t region = RegionOf(key);
   if (LB_UNLIKELY(region >= kRegions)) return 0;
   Record *records = atomic_load_explicit(&g_regions[region], memory_order_acquire);
   if (LB_UNLIKELY(records == NULL) && (records = MapRegion(region)) == NULL) return 0;
   Record *record = RecordIn(records, key);
-  if (LB_UNLIKELY(atomic_load_explicit(&record->key, memory_order_relaxed) != kEmpty)) {
-    CountFreed(c, atomic_load_explicit(&record->meta, memory_order_relaxed) & kSizeMask);
+  const uintptr_t stale = atomic_load_explicit(&record->key, memory_order_relaxed);
+  if (LB_UNLIKELY(stale != kEmpty)) {
+    CountFreed(c, atomic_load_explicit(&record->meta, memory_order_relaxed) & kSizeMask,
+               CohortOf(clock, (unsigned)(stale >> kEpochShift)));
   }
   atomic_store_explicit(&record->meta, meta, memory_order_relaxed);
-  atomic_store_explicit(&record->key, key, memory_order_relaxed);
+  atomic_store_explicit(&record->key, key | ((uintptr_t)epoch << kEpochShift),
+                        memory_order_relaxed);
   return 1;
 }
 
@@ -273,43 +323,49 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t meta) {
 int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
   ThreadCounters *c = CountingCounters();
   if (LB_UNLIKELY(c == NULL)) return 0;
+  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+  const unsigned epoch = CurrentEpoch(clock);
   uint64_t meta = size | ((uint64_t)(site <= kSiteMax ? site : 0) << kSizeBits);
-  if (LB_UNLIKELY(size > kSizeMask || !RecordPut(c, (uintptr_t)block, meta))) {
+  if (LB_UNLIKELY(size > kSizeMask || !RecordPut(c, (uintptr_t)block, meta, epoch, clock))) {
     CountUntracked(c);
     return 0;
   }
-  CountAllocated(c, size);
+  CountAllocated(c, size, CohortOf(clock, epoch));
   return 1;
 }
 
 void LeakboundHeapOnAlloc(const void *block, uint64_t size) {
-  ThreadCounters *c = CountingCounters();
-  if (LB_UNLIKELY(c == NULL)) return;
-  if (LB_UNLIKELY(size > kSizeMask || !RecordPut(c, (uintptr_t)block, size))) {
-    CountUntracked(c);
-    return;
-  }
-  CountAllocated(c, size);
+  (void)LeakboundHeapOnAllocAt(block, size, 0);
+}
+
+static inline void CountTakenFreed(ThreadCounters *c, uint64_t size, unsigned epoch) {
+  CountFreed(c, size,
+             CohortOf(atomic_load_explicit(&g_census_clock, memory_order_relaxed), epoch));
 }
 
 void LeakboundHeapOnFree(const void *block) {
   uint64_t meta;
-  if (RecordTake((uintptr_t)block, &meta)) CountFreed(Counters(), meta & kSizeMask);
+  unsigned epoch;
+  if (RecordTake((uintptr_t)block, &meta, &epoch)) {
+    CountTakenFreed(Counters(), meta & kSizeMask, epoch);
+  }
 }
 
 LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
   LeakboundHeapTaken taken = LeakboundHeapTake(block);
-  if (taken.found) CountFreed(Counters(), taken.size);
+  if (taken.found) CountTakenFreed(Counters(), taken.size, taken.epoch);
   return taken;
 }
 
 LeakboundHeapTaken LeakboundHeapTake(const void *block) {
-  LeakboundHeapTaken taken = {0, 0, 0};
+  LeakboundHeapTaken taken = {0, 0, 0, 0};
   uint64_t meta;
-  if (RecordTake((uintptr_t)block, &meta)) {
+  unsigned epoch;
+  if (RecordTake((uintptr_t)block, &meta, &epoch)) {
     taken.found = 1;
     taken.size = meta & kSizeMask;
     taken.site = (uint32_t)(meta >> kSizeBits);
+    taken.epoch = epoch;
   }
   return taken;
 }
@@ -317,15 +373,17 @@ LeakboundHeapTaken LeakboundHeapTake(const void *block) {
 void LeakboundHeapPutBack(const void *block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
   ThreadCounters *c = Counters();
-  if (!RecordPut(c, (uintptr_t)block, taken.size | ((uint64_t)taken.site << kSizeBits))) {
+  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+  if (!RecordPut(c, (uintptr_t)block, taken.size | ((uint64_t)taken.site << kSizeBits),
+                 taken.epoch, clock)) {
     /* Cannot happen (the block's region was mapped when it was recorded): leaves the books. */
-    CountFreed(c, taken.size);
+    CountFreed(c, taken.size, CohortOf(clock, taken.epoch));
     atomic_store_explicit(&g_degraded, 1, memory_order_relaxed);
   }
 }
 
 void LeakboundHeapForgetTaken(LeakboundHeapTaken taken) {
-  if (taken.found) CountFreed(Counters(), taken.size);
+  if (taken.found) CountTakenFreed(Counters(), taken.size, taken.epoch);
 }
 
 void LeakboundHeapSetFrontEnd(const char *mode, const char *unavailable) {
@@ -397,3 +455,53 @@ int leakbound_heap_excluded(void) { return t_state.exclude_depth > 0; }
 void leakbound_heap_set_counting(int on) { atomic_store(&g_paused, on ? 0 : 1); }
 
 int leakbound_heap_counting(void) { return !atomic_load(&g_paused); }
+
+/* ---- the census (leakbound/watch/heap.h) ------------------------------------------------ */
+
+static void SumCohorts(leakbound_heap_cohort *out) {
+  memset(out, 0, sizeof(leakbound_heap_cohort) * kCohorts);
+  int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
+  for (int i = 0; i < used; ++i) {
+    for (int k = 0; k < kCohorts; ++k) {
+      out[k].bytes += Load(&g_threads[i].cohort_bytes[k]);
+      out[k].blocks += Load(&g_threads[i].cohort_blocks[k]);
+    }
+  }
+}
+
+void leakbound_heap_census_start(void) {
+  const uint64_t clock = atomic_load(&g_census_clock);
+  const unsigned next = (CurrentEpoch(clock) + 1) & 0xffff;
+  /* The origin first: a block born before the new base is freed into the older cohort from the
+   * moment the clock moves, so what the cohorts hold now stays in them. */
+  SumCohorts(g_census_origin);
+  atomic_store(&g_census_clock, (uint64_t)next | ((uint64_t)next << 16));
+}
+
+int leakbound_heap_next_cohort(void) {
+  const uint64_t clock = atomic_load(&g_census_clock);
+  const unsigned base = (unsigned)(clock >> 16) & 0xffff;
+  const unsigned now = (CurrentEpoch(clock) - base) & 0xffff;
+  /* Saturate one short of wrapping into epochs that are older than the census. */
+  if (now + 1 >= 0xffff) return LEAKBOUND_HEAP_COHORTS - 1;
+  atomic_store(&g_census_clock, (clock & ~(uint64_t)0xffff) | ((CurrentEpoch(clock) + 1) & 0xffff));
+  return now + 1 < (unsigned)kOlderCohort - 1 ? (int)now + 1 : kOlderCohort - 1;
+}
+
+int leakbound_heap_cohort_now(void) {
+  const uint64_t clock = atomic_load(&g_census_clock);
+  return (int)CohortOf(clock, CurrentEpoch(clock));
+}
+
+int leakbound_heap_census(leakbound_heap_cohort *out, int capacity) {
+  leakbound_heap_cohort sums[kCohorts];
+  SumCohorts(sums);
+  const int count = leakbound_heap_cohort_now() + 1;
+  for (int k = 0; k < count && k < capacity; ++k) {
+    out[k].bytes = sums[k].bytes - g_census_origin[k].bytes;
+    out[k].blocks = sums[k].blocks - g_census_origin[k].blocks;
+    if (out[k].bytes < 0) out[k].bytes = 0; /* a quiet point was not quiet */
+    if (out[k].blocks < 0) out[k].blocks = 0;
+  }
+  return count;
+}

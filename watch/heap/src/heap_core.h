@@ -31,6 +31,7 @@ typedef struct LeakboundHeapTaken {
   int found;
   uint64_t size;
   uint32_t site;
+  unsigned epoch; /* the census epoch the block was born in */
 } LeakboundHeapTaken;
 
 /* A block the allocator just returned: counted and recorded unless this thread is excluded or

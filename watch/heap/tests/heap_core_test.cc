@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <thread>
+#include <vector>
 
 #include "leakbound/watch/heap.h"
 
@@ -144,3 +145,97 @@ TEST(HeapCoreTest, BlockFreedOnAnotherThread_LeavesTheSumExact) {
 }
 
 }  // namespace
+
+// ---- the census of survivors by birth ----------------------------------------------------
+
+std::vector<leakbound_heap_cohort> Census() {
+  std::vector<leakbound_heap_cohort> out(LEAKBOUND_HEAP_COHORTS);
+  out.resize(static_cast<std::size_t>(leakbound_heap_census(out.data(), LEAKBOUND_HEAP_COHORTS)));
+  return out;
+}
+
+TEST(HeapCoreCensusTest, SurvivorsAreCountedInTheCohortTheyWereBornIn) {
+  leakbound_heap_census_start();
+  ASSERT_EQ(leakbound_heap_cohort_now(), 0);
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(20, 0), 100, 0), 1);
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(20, 64), 7, 0), 1);
+  EXPECT_EQ(leakbound_heap_next_cohort(), 1);
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(20, 128), 30, 0), 1);
+  LeakboundHeapOnFree(Address(20, 64));  // born in cohort 0, freed in cohort 1
+  EXPECT_EQ(leakbound_heap_next_cohort(), 2);
+  std::vector<leakbound_heap_cohort> census = Census();
+  ASSERT_EQ(census.size(), 3u);
+  EXPECT_EQ(census[0].bytes, 100);
+  EXPECT_EQ(census[0].blocks, 1);
+  EXPECT_EQ(census[1].bytes, 30);
+  EXPECT_EQ(census[1].blocks, 1);
+  EXPECT_EQ(census[2].bytes, 0);
+  LeakboundHeapOnFree(Address(20, 0));
+  LeakboundHeapOnFree(Address(20, 128));
+  census = Census();
+  EXPECT_EQ(census[0].bytes, 0);
+  EXPECT_EQ(census[1].bytes, 0);
+}
+
+TEST(HeapCoreCensusTest, ANewCensus_LeavesBlocksOfTheLastOneOutEvenWhenTheyAreFreedLater) {
+  leakbound_heap_census_start();
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(21, 0), 500, 0), 1);  // an earlier census's survivor
+  leakbound_heap_next_cohort();
+  leakbound_heap_census_start();
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(21, 64), 40, 0), 1);
+  LeakboundHeapOnFree(Address(21, 0));  // freed now: must not reduce cohort 0 of this census
+  std::vector<leakbound_heap_cohort> census = Census();
+  ASSERT_EQ(census.size(), 1u);
+  EXPECT_EQ(census[0].bytes, 40);
+  EXPECT_EQ(census[0].blocks, 1);
+  LeakboundHeapOnFree(Address(21, 64));
+  EXPECT_EQ(Census()[0].bytes, 0);
+}
+
+TEST(HeapCoreCensusTest, ReallocPutBack_KeepsTheBirthCohort) {
+  leakbound_heap_census_start();
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(22, 0), 64, 3), 1);
+  leakbound_heap_next_cohort();
+  LeakboundHeapTaken taken = LeakboundHeapTake(Address(22, 0));
+  ASSERT_EQ(taken.found, 1);
+  LeakboundHeapPutBack(Address(22, 0), taken);  // a failed realloc: still born in cohort 0
+  std::vector<leakbound_heap_cohort> census = Census();
+  EXPECT_EQ(census[0].bytes, 64);
+  EXPECT_EQ(census[1].bytes, 0);
+  LeakboundHeapForgetTaken(LeakboundHeapTake(Address(22, 0)));
+  EXPECT_EQ(Census()[0].bytes, 0);
+}
+
+TEST(HeapCoreCensusTest, StaleRecord_LeavesItsBirthCohort) {
+  leakbound_heap_census_start();
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(23, 0), 24, 0), 1);
+  leakbound_heap_next_cohort();
+  // Its free bypassed the hooks; the allocator hands the granule out again.
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(23, kSameGranule), 8, 0), 1);
+  std::vector<leakbound_heap_cohort> census = Census();
+  EXPECT_EQ(census[0].bytes, 0);
+  EXPECT_EQ(census[1].bytes, 8);
+  LeakboundHeapOnFree(Address(23, kSameGranule));
+}
+
+TEST(HeapCoreCensusTest, CohortsSaturateAtTheLast) {
+  leakbound_heap_census_start();
+  for (int i = 0; i < LEAKBOUND_HEAP_COHORTS + 10; ++i) leakbound_heap_next_cohort();
+  EXPECT_EQ(leakbound_heap_cohort_now(), LEAKBOUND_HEAP_COHORTS - 1);
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(24, 0), 16, 0), 1);
+  std::vector<leakbound_heap_cohort> census = Census();
+  ASSERT_EQ(census.size(), static_cast<std::size_t>(LEAKBOUND_HEAP_COHORTS));
+  EXPECT_EQ(census.back().bytes, 16);
+  LeakboundHeapOnFree(Address(24, 0));
+  EXPECT_EQ(Census().back().bytes, 0);
+  leakbound_heap_census_start();
+}
+
+TEST(HeapCoreCensusTest, BlockFreedOnAnotherThread_LeavesItsCohortExact) {
+  leakbound_heap_census_start();
+  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(25, 0), 1000, 0), 1);
+  leakbound_heap_next_cohort();
+  std::thread([] { LeakboundHeapOnFree(Address(25, 0)); }).join();
+  EXPECT_EQ(Census()[0].bytes, 0);
+  EXPECT_EQ(Census()[0].blocks, 0);
+}

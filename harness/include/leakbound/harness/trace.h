@@ -18,7 +18,10 @@
 
 namespace leakbound::harness {
 
-inline constexpr int kTraceSchemaVersion = 1;
+// 2: census snapshots (survivors by birth). Schema-1 traces are still read; they have no census,
+// so Judge decides growth on them by the block-range rule and says so.
+inline constexpr int kTraceSchemaVersion = 2;
+inline constexpr int kOldestTraceSchemaVersion = 1;
 
 // A trace file that cannot be read: malformed JSON, a missing or mistyped field, a schema this
 // build does not read, series of the wrong length. The message names the file, the field and
@@ -75,6 +78,15 @@ struct OutstandingSnapshot {
   bool operator==(const OutstandingSnapshot&) const = default;
 };
 
+// A census of survivors by birth (docs/verdicts.md, "Census"): at one sample, the bytes and blocks
+// still live, grouped by the stretch of steps they were born in (CensusCohort, verdict.h).
+struct CensusSnapshot {
+  std::string counter;  // the exact counter it explains: "host.heap_bytes", "runtime.live_bytes"
+  int step = 0;         // sample index it was taken at (a block end)
+  std::vector<CensusCohort> cohorts;
+  bool operator==(const CensusSnapshot&) const = default;
+};
+
 // The workload as the recorder knew it (for `watch`: a foreign program, kind "watched").
 struct TraceSubject {
   std::string name;
@@ -101,6 +113,11 @@ struct Trace {
   std::vector<double> step_ns;   // wall time of each step
   std::vector<double> probe_ns;  // sampling cost after each step
   std::vector<OutstandingSnapshot> outstanding;  // at measured block ends, in order
+  // Censuses at block ends (per counter, in step order). Empty: no census was taken (a schema-1
+  // trace, a heap without records); Judge then falls back to the block-range rule.
+  std::vector<CensusSnapshot> census;
+  // Trace schema this trace was read from (kTraceSchemaVersion when recorded by this build).
+  int schema_version = kTraceSchemaVersion;
   // Workloads whose peak depends on thread interleaving: the sum of each session's own peak.
   std::optional<double> peak_bound_bytes;
   // Non-empty when the recording failed (the workload threw, a probe failed, the program

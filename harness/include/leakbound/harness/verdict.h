@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "leakbound/harness/probe.h"
@@ -44,6 +46,55 @@ struct NoiseFloor {
   bool operator==(const NoiseFloor&) const = default;
 };
 
+// ---- The census rule (docs/verdicts.md, "Census") ------------------------------------------
+// One cohort of a census: the bytes and blocks born from sample `born_step` (the step during which
+// they were allocated; -1: before the first step, i.e. setup or start-up) up to the next cohort's
+// born_step, and still live when the census was taken.
+struct CensusCohort {
+  std::int64_t born_step = -1;
+  std::uint64_t bytes = 0;
+  std::uint64_t blocks = 0;
+  bool operator==(const CensusCohort&) const = default;
+};
+
+enum class CensusOutcome {
+  kBounded,       // no aged survivors in two blocks: bounded
+  kGrowth,        // survivors from every aged block: a leak
+  kRecurring,     // survivors in two or more aged blocks with an empty block between: a leak that
+                  // fires less often than once a block
+  kSettling,      // survivors from every aged block, shrinking block after block: still filling
+  kOneTime,       // survivors from one aged block only: a one-time event (or a rarer leak)
+  kTooFewBlocks,  // fewer than kCensusMinAgedBlocks aged blocks: the census cannot decide
+};
+
+// A survivor is "aged" when it was born in a block that is not the last: at the last block end it
+// is at least one block (N steps) old, older than any bounded structure whose period is shorter
+// than a block. The rule needs this many aged blocks (B >= 3).
+inline constexpr int kCensusMinAgedBlocks = 2;
+// Bytes a block's survivors must reach to count, per step of the block (so a 1 B/step leak counts
+// and a stray 32-byte survivor of a 100-step block does not), and never less than 1 byte.
+inline constexpr double kCensusFloorBytesPerStep = 0.5;
+// Settling: every aged block has survivors, never more than the block before, and the newest aged
+// block holds less than 1/kCensusSettlingRatio of the oldest.
+inline constexpr double kCensusSettlingRatio = 4.0;
+
+struct CensusJudgement {
+  CensusOutcome outcome = CensusOutcome::kBounded;
+  std::vector<double> survivor_bytes;   // per measured block: born in it, live at the census
+  std::vector<double> survivor_blocks;  // the same, in blocks
+  double before_bytes = 0;              // born before the measured blocks (setup, warm-up)
+  double floor_bytes = 0;               // what a block's survivors must reach to count
+  double rate_per_step = 0;             // growth: median aged survivors / N
+  int census_step = 0;                  // sample index of the census
+  std::string sentence;                 // evidence, naming the census
+};
+
+// Judges growth of one exact counter from the census taken at the last measured block end.
+// `cohorts` must be in born_step order. Cohorts are assigned to the block that holds their
+// born_step; a cohort born before the warm-up ends counts as "before". unit: "bytes" or "count".
+CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCohort> cohorts,
+                            int census_step, const Schedule& schedule);
+
 struct JudgeOptions {
   // Only read for noisy counters (CounterInfo::exact == false). A zero floor flags any positive
   // slope, so noisy counters should be judged against CalibrateNoiseFloor's result.
@@ -56,6 +107,12 @@ struct JudgeOptions {
   // False for a program leakbound did not start and stop (a watched process: its world is built
   // before the first step and handed to the OS at exit): the residue is reported, not judged.
   bool judge_return_to_baseline = true;
+  // The census of survivors (exact heap counters with records): when set and decisive
+  // (outcome != kTooFewBlocks), it decides growth and the block-range trend is supporting
+  // evidence. `census_can_confirm` false (a watched program: nobody can run confirmation
+  // blocks) makes a one-time outcome inconclusive instead of bounded.
+  std::optional<CensusJudgement> census;
+  bool census_can_confirm = true;
 };
 
 // Judges one counter. `values` is the whole run (warm-up included) and must match `schedule`;

@@ -62,6 +62,9 @@ struct CounterVerdict {
   // counter without a calibrated floor): its verdict is kPass by construction and renderers
   // show "not judged". Absent in JSON means true.
   bool judged = true;
+  // The census of survivors (docs/verdicts.md, "Census"): bytes born in each measured block and
+  // still live at the last block end. Empty: no census (a noisy counter, a schema-1 trace).
+  std::vector<double> survivor_bytes;
 
   bool operator==(const CounterVerdict&) const = default;
 };

@@ -38,6 +38,9 @@ class TrackingAdaptor final : public MemoryResource {
       : upstream_(RequireUpstream(upstream, "TrackingAdaptor")) {}
 
   std::size_t outstanding_count() const;
+  // The sequence number the next allocation will get (allocations made so far): a recorder notes
+  // it at a point in time to tell, later, which outstanding allocations were made after it.
+  std::uint64_t next_sequence() const;
   std::vector<OutstandingAllocation> Outstanding() const;
   // Grouped, largest bytes first.
   std::vector<OutstandingGroup> OutstandingByTag() const;

@@ -53,6 +53,28 @@ int leakbound_heap_excluded(void);
 void leakbound_heap_set_counting(int on);
 int leakbound_heap_counting(void);
 
+/* The census of survivors by birth (docs/heap.md, "Census"). A census cuts time into cohorts:
+ * cohort 0 starts at leakbound_heap_census_start() (or at process start), each
+ * leakbound_heap_next_cohort() starts the next one. leakbound_heap_census() says, per cohort,
+ * how many bytes and blocks born in it are still live: exact at a quiet point (no thread
+ * allocating), read in O(threads x cohorts) with no walk over the heap. A block's cohort costs no
+ * memory (it rides in the record's key). Cohorts past LEAKBOUND_HEAP_COHORTS - 2 share the last
+ * one. One census at a time per process: the recorder (the Runner, the watch preload) owns it. */
+#define LEAKBOUND_HEAP_COHORTS 255
+typedef struct leakbound_heap_cohort {
+  int64_t bytes;  /* requested bytes born in the cohort and still live */
+  int64_t blocks; /* blocks born in the cohort and still live */
+} leakbound_heap_cohort;
+/* A new census: cohort 0 from now on. What was live before is in no cohort. */
+void leakbound_heap_census_start(void);
+/* Allocations from now on are born in the next cohort; returns its index. */
+int leakbound_heap_next_cohort(void);
+/* The cohort allocations are born in now. */
+int leakbound_heap_cohort_now(void);
+/* Fills out[0 .. min(n, capacity)) with the survivors of cohorts 0 .. now and returns
+ * n = leakbound_heap_cohort_now() + 1. */
+int leakbound_heap_census(leakbound_heap_cohort *out, int capacity);
+
 #ifdef __cplusplus
 } /* extern "C" */
 
