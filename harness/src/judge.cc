@@ -255,7 +255,8 @@ void CombineVerdicts(const TraceSubject& subject, reports::WorkloadResult& resul
     if (worst == nullptr) {
       // A PASS after a one-time rise says so: the reader sees what rose and that it did not recur.
       for (const reports::CounterVerdict& v : result.counters) {
-        if (v.judged && v.evidence.find("one-time rise") != std::string::npos) {
+        if (v.judged && v.survivor_bytes.empty() &&
+            v.evidence.find("one-time rise") != std::string::npos) {
           result.evidence = "bounded: " + v.evidence;
           break;
         }
@@ -293,7 +294,7 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
       trace.blocks >= 2 && trace.steps_per_block >= 1 && trace.warmup_steps >= 0 &&
       !trace.counters.empty() &&
       std::all_of(trace.counters.begin(), trace.counters.end(), [&](const TraceCounter& c) {
-        return static_cast<std::int64_t>(c.values.size()) == total;
+        return static_cast<std::int64_t>(c.values.size()) == trace.SampleCount();
       });
   if (!complete) {
     if (!trace.ended_early.empty()) return fail(reports::kInconclusive, trace.ended_early);
@@ -350,14 +351,20 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
       }
       // The census at the last measured block end decides growth (docs/verdicts.md, "Census").
       const int last_end = schedule.TotalSteps() - 1;
+      // A live-allocation counter is judged on the blocks of its bytes counter's census.
+      const bool count = c.name == "host.heap_allocations" || c.name == "runtime.live_allocations";
+      const std::string source = c.name == "host.heap_allocations"      ? "host.heap_bytes"
+                                 : c.name == "runtime.live_allocations" ? "runtime.live_bytes"
+                                                                        : c.name;
       for (const CensusSnapshot& snap : trace.census) {
-        if (snap.counter == c.name && snap.step == last_end) {
-          judge.census = JudgeCensus(c.name, snap.cohorts, snap.step, schedule);
+        if (snap.counter == source && snap.step == last_end) {
+          judge.census = JudgeCensus(c.name, snap.cohorts, snap.step, schedule, count);
         }
       }
       judge.census_can_confirm = trace.subject.kind != "watched";
       reports::CounterVerdict v =
-          JudgeCounter(info, c.values, schedule, c.baseline, c.final_value, judge);
+          JudgeCounter(info, std::span<const double>(c.values).first(static_cast<std::size_t>(total)),
+                       schedule, c.baseline, c.final_value, judge);
       if (judge.census) v.survivor_bytes = judge.census->survivor_bytes;
       if (!judge.census && c.exact && info.judged && trace.schema_version < 2 &&
           (c.name == "host.heap_bytes" || c.name == "runtime.live_bytes")) {

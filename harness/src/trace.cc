@@ -178,6 +178,7 @@ json TraceToJson(const Trace& t) {
          {"blocks", t.blocks},
          {"steps_per_block", t.steps_per_block},
          {"confirmation_blocks", t.confirmation_blocks},
+         {"tail_steps", t.tail_steps},
          {"probes", std::move(probes)},
          {"counters", std::move(counters)},
          {"step_ns", t.step_ns},
@@ -201,8 +202,9 @@ Trace TraceFromJson(const Reader& in, int schema_version) {
   t.confirmation_blocks = in.Int("confirmation_blocks", 0, std::max(0, t.blocks - 2));
   t.error = in.String("error");
   t.ended_early = in.String("ended_early");
-  const std::int64_t total =
-      std::int64_t{t.warmup_steps} + std::int64_t{t.blocks} * t.steps_per_block;
+  if (schema_version >= 2) t.tail_steps = in.Int("tail_steps", 0, 100000000);
+  const std::int64_t total = std::int64_t{t.warmup_steps} +
+                             std::int64_t{t.blocks} * t.steps_per_block + t.tail_steps;
   // A failed recording keeps what it sampled: series may be shorter than the schedule, never
   // longer.
   const bool partial = !t.error.empty() || !t.ended_early.empty();
@@ -212,7 +214,8 @@ Trace TraceFromJson(const Reader& in, int schema_version) {
     if (!ok) {
       in.Fail(path, "has " + std::to_string(n) + " samples but the schedule (" +
                         std::to_string(t.warmup_steps) + " + " + std::to_string(t.blocks) + " x " +
-                        std::to_string(t.steps_per_block) + ") has " + std::to_string(total) +
+                        std::to_string(t.steps_per_block) + " + a tail of " +
+                        std::to_string(t.tail_steps) + ") has " + std::to_string(total) +
                         " steps");
     }
   };

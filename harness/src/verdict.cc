@@ -301,7 +301,7 @@ std::string JoinAmounts(const std::vector<double>& values, const std::string& un
 }  // namespace
 
 CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCohort> cohorts,
-                            int census_step, const Schedule& schedule) {
+                            int census_step, const Schedule& schedule, bool count) {
   CensusJudgement j;
   j.census_step = census_step;
   const int blocks = schedule.blocks;
@@ -309,18 +309,19 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
   j.survivor_bytes.assign(static_cast<std::size_t>(std::max(blocks, 0)), 0.0);
   j.survivor_blocks.assign(static_cast<std::size_t>(std::max(blocks, 0)), 0.0);
   for (const CensusCohort& c : cohorts) {
+    const double amount = static_cast<double>(count ? c.blocks : c.bytes);
     if (c.born_step < schedule.warmup_steps) {
-      j.before_bytes += static_cast<double>(c.bytes);
+      j.before_bytes += amount;
       continue;
     }
     const std::int64_t k = (c.born_step - schedule.warmup_steps) / std::max(n, 1);
     if (k >= blocks) continue;  // born after the census's last block: cannot happen at a block end
-    j.survivor_bytes[static_cast<std::size_t>(k)] += static_cast<double>(c.bytes);
+    j.survivor_bytes[static_cast<std::size_t>(k)] += amount;
     j.survivor_blocks[static_cast<std::size_t>(k)] += static_cast<double>(c.blocks);
   }
-  j.floor_bytes = std::max(1.0, kCensusFloorBytesPerStep * n);
+  j.floor_bytes = count ? 1.0 : std::max(1.0, kCensusFloorBytesPerStep * n);
   const int aged = blocks - 1;
-  const std::string unit = "bytes";
+  const std::string unit = count ? "count" : "bytes";
   const std::string listed = "born in blocks 1-" + std::to_string(blocks) +
                              " and still live at step " + std::to_string(census_step) + ": " +
                              JoinAmounts(j.survivor_bytes, unit);
@@ -337,9 +338,9 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
     if (j.survivor_bytes[static_cast<std::size_t>(k)] >= j.floor_bytes) with.push_back(k);
   }
   const std::vector<double> aged_bytes(j.survivor_bytes.begin(), j.survivor_bytes.begin() + aged);
-  const std::string floor_text = " (a block's survivors count from " +
-                                 FormatAmount(j.floor_bytes, unit) + ", " +
-                                 FormatRate(kCensusFloorBytesPerStep, unit) + ")";
+  const std::string floor_text =
+      " (a block's survivors count from " + FormatAmount(j.floor_bytes, unit) +
+      (count ? std::string(")") : ", " + FormatRate(kCensusFloorBytesPerStep, unit) + ")");
   if (static_cast<int>(with.size()) == aged) {
     bool shrinking = true;
     for (int k = 1; k < aged; ++k) {
@@ -353,6 +354,19 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
                    std::to_string(2 * schedule.TotalSteps()) + " steps to decide";
       return j;
     }
+    bool thinning = true;  // older blocks keep fewer: what a slow cache does (see docs)
+    for (int k = 1; k < aged; ++k) {
+      if (aged_bytes[static_cast<std::size_t>(k)] < aged_bytes[static_cast<std::size_t>(k) - 1])
+        thinning = false;
+    }
+    if (thinning && aged_bytes.front() * kCensusSettlingRatio < aged_bytes.back()) {
+      j.outcome = CensusOutcome::kThinning;
+      j.sentence = counter + " survivors thin out with age (" + listed +
+                   "): a structure that turns over more slowly than a block of " +
+                   std::to_string(n) + " steps, or a leak whose rate grows; run with blocks of " +
+                   std::to_string(4 * n) + " steps or more to decide";
+      return j;
+    }
     std::vector<double> sorted = aged_bytes;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted.size() % 2 == 1
@@ -364,33 +378,60 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
                  " (survivors from every block, " + std::to_string(n) + " steps each)";
     return j;
   }
+  if (with.empty()) {
+    j.outcome = CensusOutcome::kBounded;
+    j.sentence = counter + " bounded: " + listed + " (nothing older than one block survives)" +
+                 floor_text;
+    return j;
+  }
   bool gap = false;
   for (std::size_t i = 1; i < with.size(); ++i) {
     if (with[i] > with[i - 1] + 1) gap = true;
   }
-  if (with.size() >= 2 && gap) {
+  double least = 0, most = 0;  // the blocks that left survivors: a leak leaves alike amounts
+  for (int k : with) {
+    const double v = aged_bytes[static_cast<std::size_t>(k)];
+    least = least == 0 ? v : std::min(least, v);
+    most = std::max(most, v);
+  }
+  const bool alike = least * kCensusSettlingRatio >= most;
+  const bool to_the_end = with.back() == aged - 1;  // survivors up to the newest aged block
+  const std::string blocks_with = [&] {
+    std::string out;
+    for (int k : with) out += (out.empty() ? "" : ", ") + std::to_string(k + 1);
+    return out;
+  }();
+  if (with.size() >= 2 && alike && (gap || to_the_end)) {
     double sum = 0;
     for (int k : with) sum += aged_bytes[static_cast<std::size_t>(k)];
     j.rate_per_step = sum / (static_cast<double>(aged) * n);
     j.outcome = CensusOutcome::kRecurring;
     j.sentence = counter + " grew " + FormatRate(j.rate_per_step, unit) + ": " + listed +
-                 " (survivors recur after a block that left none: a leak that fires less often "
-                 "than once every " + std::to_string(n) + " steps)";
+                 " (alike survivors from blocks " + blocks_with +
+                 (gap ? ", recurring after a block that left none: a leak that fires less often "
+                        "than once every " + std::to_string(n) + " steps)"
+                      : ": a leak that began after block 1 or fires less often than once every " +
+                            std::to_string(n) + " steps)");
     return j;
   }
-  if (with.size() == 1 || (with.size() >= 2 && with.back() < aged - 1)) {
-    j.outcome = CensusOutcome::kOneTime;
-    j.sentence = counter + " census: " + listed + ": survivors from block" +
-                 (with.size() == 1 ? " " + std::to_string(with.front() + 1)
-                                   : "s 1-" + std::to_string(with.back() + 1)) +
-                 " only, none from later blocks: a one-time event" + floor_text;
+  bool thinning = to_the_end && with.size() >= 2;
+  for (std::size_t i = 1; i < with.size(); ++i) {
+    if (aged_bytes[static_cast<std::size_t>(with[i])] <
+        aged_bytes[static_cast<std::size_t>(with[i - 1])])
+      thinning = false;
+  }
+  if (thinning) {
+    j.outcome = CensusOutcome::kThinning;
+    j.sentence = counter + " survivors thin out with age (" + listed +
+                 "): a structure that turns over more slowly than a block of " +
+                 std::to_string(n) + " steps, or a leak whose rate grows; run with blocks of " +
+                 std::to_string(4 * n) + " steps or more to decide";
     return j;
   }
-  j.outcome = CensusOutcome::kBounded;
-  j.sentence = counter + " bounded: " + listed +
-               (with.empty() ? " (nothing older than one block survives)"
-                             : " (only the newest blocks' survivors: a structure that turns over)") +
-               floor_text;
+  j.outcome = CensusOutcome::kOneTime;
+  j.sentence = counter + " census: " + listed + ": survivors from block" +
+               (with.size() == 1 ? " " : "s ") + blocks_with +
+               " only, unlike a steady leak: a one-time event" + floor_text;
   return j;
 }
 
@@ -460,6 +501,7 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
     trend.one_time = census.outcome == CensusOutcome::kOneTime;
     trend.slope_per_step = grew ? census.rate_per_step : 0;
     unsettled = census.outcome == CensusOutcome::kSettling ||
+                census.outcome == CensusOutcome::kThinning ||
                 (census.outcome == CensusOutcome::kOneTime && !options.census_can_confirm);
     trend.sentence = census.sentence;
     if (census.outcome == CensusOutcome::kOneTime && !options.census_can_confirm) {

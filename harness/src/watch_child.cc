@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "leakbound/harness/cupti/observer.h"
+#include "leakbound/watch/heap.h"
 #include "watch_session.h"
 
 extern char **environ;
@@ -194,14 +195,26 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
   }
 }
 
-// A SITES message (channel.h): `count` entries after the record's head; its
-// size must match.
+// A SITES or CENSUS message (channel.h): `count` entries after the record's
+// head; its size must match.
 void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
                       WatchRecording &recording) {
   const size_t head = offsetof(leakbound_watch_site_batch, entries);
   if (batch.count > LEAKBOUND_WATCH_SITE_BATCH ||
       size != head + batch.count * sizeof(leakbound_watch_site_entry)) {
     ++recording.malformed_records;
+    return;
+  }
+  if (batch.kind == LEAKBOUND_WATCH_CENSUS) {
+    recording.pending.has_census = true;
+    for (uint32_t i = 0; i < batch.count; ++i) {
+      const leakbound_watch_site_entry &entry = batch.entries[i];
+      if (entry.site >= LEAKBOUND_HEAP_COHORTS) {
+        ++recording.malformed_records;
+        continue;
+      }
+      recording.pending.census[entry.site] = {entry.bytes, entry.allocations};
+    }
     return;
   }
   for (uint32_t i = 0; i < batch.count; ++i) {
@@ -222,7 +235,8 @@ void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &re
   if (size >= offsetof(leakbound_watch_site_batch, entries) &&
       message.batch.magic == LEAKBOUND_WATCH_MAGIC &&
       message.batch.version == LEAKBOUND_WATCH_VERSION &&
-      message.batch.kind == LEAKBOUND_WATCH_SITES) {
+      (message.batch.kind == LEAKBOUND_WATCH_SITES ||
+       message.batch.kind == LEAKBOUND_WATCH_CENSUS)) {
     ConsumeSiteBatch(message.batch, size, recording);
   } else if (size == sizeof message.record) {
     Consume(message.record, recording);

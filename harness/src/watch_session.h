@@ -59,6 +59,11 @@ struct WatchSample {
   bool has_device = false;  // a DEVICE record preceded this sample
   std::array<std::uint64_t, LEAKBOUND_WATCH_VALUES> device{};
   std::map<std::string, std::uint64_t> framework;  // COUNTER records ("torch.allocated_bytes")
+  // A census taken after this sample (CENSUS batches): cohort index -> (bytes, blocks) of the
+  // non-empty cohorts. Cohort 0 began at process start, cohort c + 1 right after the sample of
+  // the c-th census.
+  bool has_census = false;
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> census;
 };
 
 struct SiteUpdate {

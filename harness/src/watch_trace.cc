@@ -11,6 +11,7 @@
 
 #include "leakbound/harness/cupti/observer.h"
 #include "leakbound/harness/verdict.h"
+#include "leakbound/watch/heap.h"
 #include "watch_session.h"
 
 namespace leakbound::harness::watch {
@@ -113,6 +114,31 @@ void AddOutstanding(const WatchRecording &recording, Trace &trace) {
       snapshot.rows.push_back(std::move(row));
     }
     trace.outstanding.push_back(std::move(snapshot));
+  }
+}
+
+// The censuses at the block ends (each one a census point by construction), as cohorts with the
+// step each was born from.
+void AddCensus(const WatchRecording &recording, const std::vector<int> &census_at, Trace &trace) {
+  for (int end : BlockEnds(Schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block})) {
+    const auto at = std::lower_bound(census_at.begin(), census_at.end(), end);
+    if (at == census_at.end() || *at != end) continue;
+    const size_t index = static_cast<size_t>(at - census_at.begin());
+    CensusSnapshot snap;
+    snap.counter = "host.heap_bytes";
+    snap.step = end;
+    for (size_t k = 0; k <= index && k < LEAKBOUND_HEAP_COHORTS; ++k) {
+      CensusCohort cohort;
+      cohort.born_step = k == 0 ? -1 : census_at[k - 1] + 1;
+      const auto &entries = recording.samples[static_cast<size_t>(end)].census;
+      const auto it = entries.find(static_cast<std::uint32_t>(k));
+      if (it != entries.end()) {
+        cohort.bytes = it->second.first;
+        cohort.blocks = it->second.second;
+      }
+      snap.cohorts.push_back(cohort);
+    }
+    trace.census.push_back(std::move(snap));
   }
 }
 
@@ -225,26 +251,53 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
   AddDeviceCounters(recording, trace);
   AddFrameworkCounters(recording, trace);
 
-  const int samples = static_cast<int>(recording.samples.size());
+  // Census points (docs/watch.md, "Census"): the judged window ends at the last one, and its
+  // block ends are census points, i.e. multiples of the census unit then in effect.
+  std::vector<int> census_at;
+  for (size_t i = 0; i < recording.samples.size(); ++i) {
+    if (recording.samples[i].has_census) census_at.push_back(static_cast<int>(i));
+  }
+  const bool census = recording.hello && recording.heap_state.rfind("active", 0) == 0 &&
+                      !census_at.empty() && census_at.front() == 0;
+  int unit = 1;
+  int judged = static_cast<int>(recording.samples.size());
+  if (census) {
+    if (census_at.size() >= 2) unit = census_at.back() - census_at[census_at.size() - 2];
+    judged = census_at.back() + 1;
+    const int tail = static_cast<int>(recording.samples.size()) - judged;
+    if (tail > 0) {
+      trace.subject.description += "; judged up to step " + std::to_string(judged - 1) +
+                                   ", the last census (the " + std::to_string(tail) +
+                                   " later steps are shown, in no block)";
+    }
+  }
+  const int samples = judged;
   const int blocks = options.blocks;
-  const std::string unit = options.interval_ns > 0 ? "samples" : "steps";
+  const std::string unit_name = options.interval_ns > 0 ? "samples" : "steps";
+  const int arrived = static_cast<int>(recording.samples.size());
   if (recording.term_signal != 0 && recording.forwarded_signal != recording.term_signal) {
-    trace.error = "the program was " + recording.Ending() + " after " + std::to_string(samples) +
-                  " " + unit + "; the series below is what arrived";
+    trace.error = "the program was " + recording.Ending() + " after " + std::to_string(arrived) +
+                  " " + unit_name + "; the series below is what arrived";
   } else if (recording.forwarded_signal != 0) {
-    trace.ended_early =
-        "interrupted (" + recording.Ending() + ") after " + std::to_string(samples) + " " + unit;
+    trace.ended_early = "interrupted (" + recording.Ending() + ") after " +
+                        std::to_string(arrived) + " " + unit_name;
   }
   bool detected = false;
-  const int warmup =
+  int warmup =
       samples >= MinimumSamples(blocks)
           ? FitSchedule(trace.counters, samples, blocks, options.warmup_steps, &detected)
           : 0;
-  const int per_block = (samples - std::min(warmup, samples)) / blocks;
+  int per_block = (samples - std::min(warmup, samples)) / blocks;
+  if (census) {  // whole census units: warm-up rounded up, blocks rounded down
+    warmup = (std::min(warmup, samples) + unit - 1) / unit * unit;
+    per_block = std::max(0, samples - warmup) / (blocks * unit) * unit;
+  }
   if (samples < MinimumSamples(blocks) || per_block < kMinStepsPerBlock) {
     if (trace.ended_early.empty()) {
       trace.ended_early =
-          "only " + std::to_string(samples) + " " + unit + " arrived; judging needs at least " +
+          "only " + std::to_string(samples) + " " + unit_name +
+          (samples < arrived ? " (up to the last census)" : "") +
+          " arrived; judging needs at least " +
           std::to_string(options.warmup_steps > 0
                              ? options.warmup_steps + blocks * kMinStepsPerBlock
                              : MinimumSamples(blocks)) +
@@ -254,7 +307,7 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
                                    : "run the program for more steps, mark steps (leakbound_step, "
                                      "--step-on, --step-range), or lower --blocks");
     }
-    trace.warmup_steps = samples;
+    trace.warmup_steps = static_cast<int>(recording.samples.size());
     trace.blocks = 0;
     trace.steps_per_block = 0;
     return trace;
@@ -262,6 +315,7 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
   trace.steps_per_block = per_block;
   trace.blocks = blocks;
   trace.warmup_steps = samples - blocks * per_block;  // the remainder goes to warm-up
+  trace.tail_steps = static_cast<int>(recording.samples.size()) - samples;
   trace.warmup_detected = detected;
   // A program's exit is not a teardown and its start is not a setup
   // (interpreters build their world before the first step, fill free lists and
@@ -276,6 +330,7 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
     c.final_value = c.values.back();
   }
   AddOutstanding(recording, trace);
+  if (census) AddCensus(recording, census_at, trace);
   return trace;
 }
 

@@ -30,6 +30,8 @@ static pid_t g_pid;
 static _Atomic uint64_t g_forks;
 static uint64_t g_steps; /* guarded by g_marker_lock */
 static uint64_t g_ticks;
+static uint64_t g_samples;          /* STEP + TICK records sent (guarded by g_marker_lock) */
+static uint64_t g_census_unit = 1;  /* samples between census points (channel.h) */
 static pthread_mutex_t g_marker_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(leakbound_watch_sampler) g_device_sampler; /* the CUDA injection's, or NULL */
 
@@ -118,11 +120,10 @@ static void NameOf(uintptr_t pc, char *out) {
 /* The SITES message being filled at a marker (guarded by g_marker_lock). */
 static leakbound_watch_site_batch g_site_batch;
 
-static void SendSiteBatch(void) {
-  if (g_site_batch.count == 0) return;
+static void SendBatch(leakbound_watch_kind kind) {
   g_site_batch.magic = LEAKBOUND_WATCH_MAGIC;
   g_site_batch.version = LEAKBOUND_WATCH_VERSION;
-  g_site_batch.kind = LEAKBOUND_WATCH_SITES;
+  g_site_batch.kind = (uint16_t)kind;
   g_site_batch.pid = (uint32_t)g_pid;
   const size_t size = offsetof(leakbound_watch_site_batch, entries) +
                       g_site_batch.count * sizeof(leakbound_watch_site_entry);
@@ -134,6 +135,10 @@ static void SendSiteBatch(void) {
     break;
   }
   g_site_batch.count = 0;
+}
+
+static void SendSiteBatch(void) {
+  if (g_site_batch.count > 0) SendBatch(LEAKBOUND_WATCH_SITES);
 }
 
 static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocations,
@@ -156,6 +161,41 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
   if (g_site_batch.count == LEAKBOUND_WATCH_SITE_BATCH) SendSiteBatch();
 }
 
+/* The census after this sample (channel.h: census points): the non-empty cohorts in SITES-shaped
+ * batches, then a new cohort begins for what the next step allocates. Under g_marker_lock. */
+static void SendCensus(uint64_t seq) {
+  leakbound_heap_cohort cohorts[LEAKBOUND_HEAP_COHORTS];
+  const int n = leakbound_heap_census(cohorts, LEAKBOUND_HEAP_COHORTS);
+  leakbound_watch_site_batch *batch = &g_site_batch;
+  batch->count = 0;
+  batch->seq = seq;
+  int sent_any = 0;
+  for (int k = 0; k < n && k < LEAKBOUND_HEAP_COHORTS; ++k) {
+    if (cohorts[k].bytes == 0 && cohorts[k].blocks == 0) continue;
+    leakbound_watch_site_entry *entry = &batch->entries[batch->count++];
+    entry->site = (uint32_t)k;
+    entry->reserved = 0;
+    entry->bytes = (uint64_t)cohorts[k].bytes;
+    entry->allocations = (uint64_t)cohorts[k].blocks;
+    if (batch->count == LEAKBOUND_WATCH_SITE_BATCH) {
+      SendBatch(LEAKBOUND_WATCH_CENSUS);
+      sent_any = 1;
+    }
+  }
+  if (batch->count > 0 || !sent_any) SendBatch(LEAKBOUND_WATCH_CENSUS); /* even when empty */
+  leakbound_heap_next_cohort();
+}
+
+/* 1 when the next marker is a census point: a Python marker collects cyclic garbage first, so
+ * that what an earlier block left for the collector is not counted as surviving. */
+LB_EXPORT int leakbound_census_due(void) {
+  if (!Followed()) return 0;
+  pthread_mutex_lock(&g_marker_lock);
+  const int due = (g_samples + 1) % g_census_unit == 0;
+  pthread_mutex_unlock(&g_marker_lock);
+  return due;
+}
+
 static void Mark(leakbound_watch_kind kind) {
   leakbound_heap_exclude_begin();
   pthread_mutex_lock(&g_marker_lock);
@@ -171,6 +211,10 @@ static void Mark(leakbound_watch_kind kind) {
     g_site_batch.count = 0;
     LeakboundSitesVisitChanged(AddSite, NULL);
     SendSiteBatch();
+  }
+  if (++g_samples % g_census_unit == 0) {
+    SendCensus(record.seq);
+    if (g_samples >= (uint64_t)LEAKBOUND_WATCH_CENSUS_POINTS * g_census_unit) g_census_unit *= 2;
   }
   leakbound_watch_sampler sampler = atomic_load(&g_device_sampler);
   if (sampler) {

@@ -12,6 +12,11 @@
 Pure Python: calls the marker the preload exports (``leakbound_step``) through ctypes. Without
 `leakbound watch` every call is a no-op, so the program runs unchanged.
 
+Census points: when the next marker is one (``leakbound_census_due``), the module runs
+``gc.collect()`` first, so cyclic garbage that an earlier block left for the collector is not
+counted among that block's survivors (docs/watch.md, "Census"). ``LEAKBOUND_CENSUS_GC=0`` turns
+this off.
+
 Framework counters: once the program has imported ``torch`` and ``torch.cuda.is_available()``,
 each step also sends ``torch.cuda.memory_allocated()`` and ``memory_reserved()`` (exact counters
 ``torch.allocated_bytes`` / ``torch.reserved_bytes``), read just before the marker. The module
@@ -19,6 +24,8 @@ never imports torch itself.
 """
 
 import ctypes as _ctypes
+import gc as _gc
+import os as _os
 import sys as _sys
 
 __all__ = ["step", "mark", "note", "watching"]
@@ -41,12 +48,20 @@ def _resolve():
             counter_fn.argtypes = [_ctypes.c_char_p, _ctypes.c_ulonglong]
         except AttributeError:
             counter_fn = None
-        return marker, note_fn, watching_fn, counter_fn
+        try:
+            census_fn = process.leakbound_census_due
+            census_fn.restype = _ctypes.c_int
+            census_fn.argtypes = []
+        except AttributeError:
+            census_fn = None
+        if _os.environ.get("LEAKBOUND_CENSUS_GC", "1") == "0":
+            census_fn = None
+        return marker, note_fn, watching_fn, counter_fn, census_fn
     except (OSError, AttributeError):
-        return None, None, None, None
+        return None, None, None, None, None
 
 
-_marker, _note, _watching, _note_counter = _resolve()
+_marker, _note, _watching, _note_counter, _census_due = _resolve()
 _torch_cuda = None  # None: not checked yet; False: no torch with CUDA; else torch.cuda
 
 
@@ -77,6 +92,8 @@ def _framework_counters():
 def mark():
     """Marks the end of one step now."""
     if _marker is not None:
+        if _census_due is not None and _census_due():
+            _gc.collect()
         _framework_counters()
         _marker()
 

@@ -108,6 +108,9 @@ struct Trace {
   int blocks = 0;
   int steps_per_block = 0;
   int confirmation_blocks = 0;
+  // Samples after the last measured block: in the series and the report, not judged (a watched
+  // program's steps after its last census point). Series hold TotalSteps() + tail_steps samples.
+  int tail_steps = 0;
   std::vector<ProbeState> probes;
   std::vector<TraceCounter> counters;
   std::vector<double> step_ns;   // wall time of each step
@@ -132,6 +135,7 @@ struct Trace {
   std::int64_t TotalSteps() const {
     return std::int64_t{warmup_steps} + std::int64_t{blocks} * steps_per_block;
   }
+  std::int64_t SampleCount() const { return TotalSteps() + tail_steps; }
 };
 
 // A set of traces as one run wrote them: the run's metadata, the noise floors it judged noisy

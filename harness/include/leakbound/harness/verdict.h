@@ -60,9 +60,10 @@ struct CensusCohort {
 enum class CensusOutcome {
   kBounded,       // no aged survivors in two blocks: bounded
   kGrowth,        // survivors from every aged block: a leak
-  kRecurring,     // survivors in two or more aged blocks with an empty block between: a leak that
-                  // fires less often than once a block
+  kRecurring,     // survivors in two or more aged blocks with an empty block between, alike in
+                  // amount: a leak that fires less often than once a block
   kSettling,      // survivors from every aged block, shrinking block after block: still filling
+  kThinning,      // survivors from every aged block, growing with newness: a slow turnover
   kOneTime,       // survivors from one aged block only: a one-time event (or a rarer leak)
   kTooFewBlocks,  // fewer than kCensusMinAgedBlocks aged blocks: the census cannot decide
 };
@@ -75,7 +76,9 @@ inline constexpr int kCensusMinAgedBlocks = 2;
 // and a stray 32-byte survivor of a 100-step block does not), and never less than 1 byte.
 inline constexpr double kCensusFloorBytesPerStep = 0.5;
 // Settling: every aged block has survivors, never more than the block before, and the newest aged
-// block holds less than 1/kCensusSettlingRatio of the oldest.
+// block holds less than 1/kCensusSettlingRatio of the oldest. Thinning is the mirror image (the
+// oldest holds less than 1/ratio of the newest). Recurring survivors must be alike: the least
+// block's at least 1/ratio of the largest's.
 inline constexpr double kCensusSettlingRatio = 4.0;
 
 struct CensusJudgement {
@@ -91,9 +94,11 @@ struct CensusJudgement {
 
 // Judges growth of one exact counter from the census taken at the last measured block end.
 // `cohorts` must be in born_step order. Cohorts are assigned to the block that holds their
-// born_step; a cohort born before the warm-up ends counts as "before". unit: "bytes" or "count".
+// born_step; a cohort born before the warm-up ends counts as "before".
+// count: judge the blocks of each cohort (a live-allocation counter) instead of its bytes, with a
+// floor of one block.
 CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCohort> cohorts,
-                            int census_step, const Schedule& schedule);
+                            int census_step, const Schedule& schedule, bool count = false);
 
 struct JudgeOptions {
   // Only read for noisy counters (CounterInfo::exact == false). A zero floor flags any positive

@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 3
+#define LEAKBOUND_WATCH_VERSION 4
 #define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
 #define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
 #define LEAKBOUND_WATCH_SITE_BATCH 168 /* sites in one SITES message (4,056 bytes) */
@@ -43,8 +43,13 @@ typedef enum leakbound_watch_kind {
   LEAKBOUND_WATCH_DEVICE = 8,  /* values[]: the CUPTI ledger, leakbound_watch_device_value order */
   LEAKBOUND_WATCH_COUNTER = 9, /* text: an exact counter's name ("torch.allocated_bytes"),
                                   values[0]: its value */
-  LEAKBOUND_WATCH_PROBE = 10   /* text: "probe\tstate" ("cupti\tactive"); long states come in
+  LEAKBOUND_WATCH_PROBE = 10,  /* text: "probe\tstate" ("cupti\tactive"); long states come in
                                   pieces, site = 1 on every piece but the last */
+  /* A census of survivors by birth (docs/watch.md, "Census"): a leakbound_watch_site_batch whose
+   * entries are cohorts (site: cohort index, bytes, allocations: blocks still live), only the
+   * non-empty ones, in one or more messages with the seq of the STEP/TICK they precede. Cohort
+   * 0 began at process start; cohort c + 1 began right after the sample of the c-th census. */
+  LEAKBOUND_WATCH_CENSUS = 11
 } leakbound_watch_kind;
 
 typedef struct leakbound_watch_counters {
@@ -110,6 +115,12 @@ typedef struct leakbound_watch_site_entry {
   uint64_t bytes;
   uint64_t allocations;
 } leakbound_watch_site_entry;
+
+/* Census points: a census is taken after every sample whose count (seq + 1) is a multiple of
+ * the census unit; the unit starts at 1 and doubles once the count reaches
+ * LEAKBOUND_WATCH_CENSUS_POINTS x unit. So a run of S samples has censuses every S/16 to S/8
+ * samples (and at the first 16), about 16 + 8 log2(S / 16) in all, at most 254 cohorts. */
+#define LEAKBOUND_WATCH_CENSUS_POINTS 16
 
 /* A SITES message: the same 24-byte head as a record (magic .. seq, with `count` where a record
  * has `site`), then `count` entries; only the used entries are sent, so the message is
