@@ -356,9 +356,33 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
       const std::string source = c.name == "host.heap_allocations"      ? "host.heap_bytes"
                                  : c.name == "runtime.live_allocations" ? "runtime.live_bytes"
                                                                         : c.name;
+      const CensusSnapshot* final_census = nullptr;
+      const CensusSnapshot* previous_census = nullptr;
       for (const CensusSnapshot& snap : trace.census) {
-        if (snap.counter == source && snap.step == last_end) {
-          judge.census = JudgeCensus(c.name, snap.cohorts, snap.step, schedule, count);
+        if (snap.counter != source) continue;
+        if (snap.step == last_end) final_census = &snap;
+        if (snap.step == last_end - schedule.steps_per_block) previous_census = &snap;
+      }
+      if (final_census != nullptr) {
+        const auto previous = previous_census
+                                  ? std::span<const CensusCohort>(previous_census->cohorts)
+                                  : std::span<const CensusCohort>();
+        judge.census = JudgeCensus(c.name, final_census->cohorts, final_census->step, schedule,
+                                   count, previous);
+        if (count) {
+          // A count grows only with its bytes: a runtime's free lists leave a few old blocks in
+          // every block, which only their (small) bytes put in proportion.
+          const CensusJudgement bytes = JudgeCensus(source, final_census->cohorts,
+                                                    final_census->step, schedule, false, previous);
+          const auto grows = [](CensusOutcome o) {
+            return o == CensusOutcome::kGrowth || o == CensusOutcome::kRecurring;
+          };
+          if (grows(judge.census->outcome) && !grows(bytes.outcome)) {
+            judge.census->outcome = CensusOutcome::kBounded;
+            judge.census->rate_per_step = 0;
+            judge.census->sentence += "; not growth: the bytes census of " + source +
+                                      " finds none (" + bytes.sentence + ")";
+          }
         }
       }
       judge.census_can_confirm = trace.subject.kind != "watched";

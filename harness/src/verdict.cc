@@ -300,24 +300,52 @@ std::string JoinAmounts(const std::vector<double>& values, const std::string& un
 
 }  // namespace
 
+namespace {
+
+// Survivors of one census by measured block (bytes, or blocks when `count`), and what was born
+// before the blocks.
+std::vector<double> ByBlock(std::span<const CensusCohort> cohorts, const Schedule& schedule,
+                            bool count, double* before, std::vector<double>* blocks_out) {
+  std::vector<double> out(static_cast<std::size_t>(std::max(schedule.blocks, 0)), 0.0);
+  if (blocks_out) blocks_out->assign(out.size(), 0.0);
+  const int n = std::max(schedule.steps_per_block, 1);
+  for (const CensusCohort& c : cohorts) {
+    const double amount = static_cast<double>(count ? c.blocks : c.bytes);
+    if (c.born_step < schedule.warmup_steps) {
+      if (before) *before += amount;
+      continue;
+    }
+    const std::int64_t k = (c.born_step - schedule.warmup_steps) / n;
+    if (k >= schedule.blocks) continue;  // born after the census's last block
+    out[static_cast<std::size_t>(k)] += amount;
+    if (blocks_out) (*blocks_out)[static_cast<std::size_t>(k)] += static_cast<double>(c.blocks);
+  }
+  return out;
+}
+
+}  // namespace
+
 CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCohort> cohorts,
-                            int census_step, const Schedule& schedule, bool count) {
+                            int census_step, const Schedule& schedule, bool count,
+                            std::span<const CensusCohort> previous) {
   CensusJudgement j;
   j.census_step = census_step;
   const int blocks = schedule.blocks;
   const int n = schedule.steps_per_block;
-  j.survivor_bytes.assign(static_cast<std::size_t>(std::max(blocks, 0)), 0.0);
-  j.survivor_blocks.assign(static_cast<std::size_t>(std::max(blocks, 0)), 0.0);
-  for (const CensusCohort& c : cohorts) {
-    const double amount = static_cast<double>(count ? c.blocks : c.bytes);
-    if (c.born_step < schedule.warmup_steps) {
-      j.before_bytes += amount;
-      continue;
+  j.survivor_bytes = ByBlock(cohorts, schedule, count, &j.before_bytes, &j.survivor_blocks);
+  j.persistent = j.survivor_bytes;
+  std::string decayed;  // "block 1 still being freed: 416 B -> 344 B"
+  if (!previous.empty()) {
+    const std::vector<double> then = ByBlock(previous, schedule, count, nullptr, nullptr);
+    for (int k = 0; k + 2 < blocks; ++k) {  // blocks that were already aged a block ago
+      const std::size_t i = static_cast<std::size_t>(k);
+      const double freed = then[i] - j.survivor_bytes[i];
+      if (freed <= 0) continue;
+      j.persistent[i] = std::max(0.0, j.survivor_bytes[i] - kCensusDecayBlocks * freed);
+      decayed += (decayed.empty() ? "" : ", ") + std::to_string(k + 1) + " (" +
+                 FormatAmount(then[i], count ? "count" : "bytes") + " -> " +
+                 FormatAmount(j.survivor_bytes[i], count ? "count" : "bytes") + ")";
     }
-    const std::int64_t k = (c.born_step - schedule.warmup_steps) / std::max(n, 1);
-    if (k >= blocks) continue;  // born after the census's last block: cannot happen at a block end
-    j.survivor_bytes[static_cast<std::size_t>(k)] += amount;
-    j.survivor_blocks[static_cast<std::size_t>(k)] += static_cast<double>(c.blocks);
   }
   j.floor_bytes = count ? 1.0 : std::max(1.0, kCensusFloorBytesPerStep * n);
   const int aged = blocks - 1;
@@ -333,11 +361,16 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
                  " (3 blocks or more)";
     return j;
   }
-  std::vector<int> with;  // aged blocks whose survivors reach the floor
+  std::vector<int> with;  // aged blocks whose lasting survivors reach the floor
   for (int k = 0; k < aged; ++k) {
-    if (j.survivor_bytes[static_cast<std::size_t>(k)] >= j.floor_bytes) with.push_back(k);
+    if (j.persistent[static_cast<std::size_t>(k)] >= j.floor_bytes) with.push_back(k);
   }
-  const std::vector<double> aged_bytes(j.survivor_bytes.begin(), j.survivor_bytes.begin() + aged);
+  const std::vector<double> aged_bytes(j.persistent.begin(), j.persistent.begin() + aged);
+  const std::string decay_text =
+      decayed.empty() ? std::string()
+                      : "; still being freed, so counted as what " +
+                            std::to_string(static_cast<int>(kCensusDecayBlocks)) +
+                            " more blocks at that pace would leave: block " + decayed;
   const std::string floor_text =
       " (a block's survivors count from " + FormatAmount(j.floor_bytes, unit) +
       (count ? std::string(")") : ", " + FormatRate(kCensusFloorBytesPerStep, unit) + ")");
@@ -352,7 +385,8 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
       j.sentence = counter + " survivors per block decelerating (" + listed +
                    "): likely a bounded cache still filling; run longer than " +
                    std::to_string(2 * schedule.TotalSteps()) + " steps to decide";
-      return j;
+      j.sentence += decay_text;
+    return j;
     }
     bool thinning = true;  // older blocks keep fewer: what a slow cache does (see docs)
     for (int k = 1; k < aged; ++k) {
@@ -361,14 +395,25 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
     }
     if (thinning && aged_bytes.front() * kCensusSettlingRatio < aged_bytes.back()) {
       j.outcome = CensusOutcome::kThinning;
-      j.sentence = counter + " survivors thin out with age (" + listed +
-                   "): a structure that turns over more slowly than a block of " +
-                   std::to_string(n) + " steps, or a leak whose rate grows; run with blocks of " +
-                   std::to_string(4 * n) + " steps or more to decide";
-      return j;
+      j.sentence = counter + " bounded: survivors thin out with age (" + listed +
+                   "): what a structure that turns over more slowly than a block of " +
+                   std::to_string(n) + " steps leaves (a free list, a slow cache)";
+      j.sentence += decay_text;
+    return j;
     }
     std::vector<double> sorted = aged_bytes;
     std::sort(sorted.begin(), sorted.end());
+    if (sorted.front() * kCensusSettlingRatio < sorted.back()) {
+      // Survivors from every block but in unlike amounts, neither shrinking nor thinning: not
+      // the signature of a leak (which leaves alike amounts), not proof of bounds either.
+      j.outcome = CensusOutcome::kOneTime;
+      j.sentence = counter + " census: " + listed +
+                   ": survivors from every block in unlike amounts (" +
+                   FormatAmount(sorted.front(), unit) + " to " + FormatAmount(sorted.back(), unit) +
+                   "), unlike a steady leak";
+      j.sentence += decay_text;
+      return j;
+    }
     const double median = sorted.size() % 2 == 1
                               ? sorted[sorted.size() / 2]
                               : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
@@ -376,12 +421,17 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
     j.outcome = CensusOutcome::kGrowth;
     j.sentence = counter + " grew " + FormatRate(j.rate_per_step, unit) + ": " + listed +
                  " (survivors from every block, " + std::to_string(n) + " steps each)";
+    j.sentence += decay_text;
     return j;
   }
-  if (with.empty()) {
+  if (with.empty() || (with.size() == 1 && with.front() == aged - 1)) {
     j.outcome = CensusOutcome::kBounded;
-    j.sentence = counter + " bounded: " + listed + " (nothing older than one block survives)" +
+    j.sentence = counter + " bounded: " + listed +
+                 (with.empty() ? " (nothing older than one block survives)"
+                               : " (only the newest aged block left survivors: what turns over "
+                                 "in about a block)") +
                  floor_text;
+    j.sentence += decay_text;
     return j;
   }
   bool gap = false;
@@ -394,7 +444,7 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
     least = least == 0 ? v : std::min(least, v);
     most = std::max(most, v);
   }
-  const bool alike = least * kCensusSettlingRatio >= most;
+  const bool alike = least * kCensusRecurringRatio >= most;
   const bool to_the_end = with.back() == aged - 1;  // survivors up to the newest aged block
   const std::string blocks_with = [&] {
     std::string out;
@@ -412,6 +462,7 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
                         "than once every " + std::to_string(n) + " steps)"
                       : ": a leak that began after block 1 or fires less often than once every " +
                             std::to_string(n) + " steps)");
+    j.sentence += decay_text;
     return j;
   }
   bool thinning = to_the_end && with.size() >= 2;
@@ -422,16 +473,17 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
   }
   if (thinning) {
     j.outcome = CensusOutcome::kThinning;
-    j.sentence = counter + " survivors thin out with age (" + listed +
-                 "): a structure that turns over more slowly than a block of " +
-                 std::to_string(n) + " steps, or a leak whose rate grows; run with blocks of " +
-                 std::to_string(4 * n) + " steps or more to decide";
+    j.sentence = counter + " bounded: survivors thin out with age (" + listed +
+                 "): what a structure that turns over more slowly than a block of " +
+                 std::to_string(n) + " steps leaves (a free list, a slow cache)";
+    j.sentence += decay_text;
     return j;
   }
   j.outcome = CensusOutcome::kOneTime;
   j.sentence = counter + " census: " + listed + ": survivors from block" +
                (with.size() == 1 ? " " : "s ") + blocks_with +
                " only, unlike a steady leak: a one-time event" + floor_text;
+  j.sentence += decay_text;
   return j;
 }
 
@@ -501,7 +553,6 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
     trend.one_time = census.outcome == CensusOutcome::kOneTime;
     trend.slope_per_step = grew ? census.rate_per_step : 0;
     unsettled = census.outcome == CensusOutcome::kSettling ||
-                census.outcome == CensusOutcome::kThinning ||
                 (census.outcome == CensusOutcome::kOneTime && !options.census_can_confirm);
     trend.sentence = census.sentence;
     if (census.outcome == CensusOutcome::kOneTime && !options.census_can_confirm) {

@@ -63,7 +63,8 @@ enum class CensusOutcome {
   kRecurring,     // survivors in two or more aged blocks with an empty block between, alike in
                   // amount: a leak that fires less often than once a block
   kSettling,      // survivors from every aged block, shrinking block after block: still filling
-  kThinning,      // survivors from every aged block, growing with newness: a slow turnover
+  kThinning,      // survivors growing with newness, older blocks' thinned out: a slow turnover
+                  // (bounded; a leak whose rate grows 4x within the window reads the same)
   kOneTime,       // survivors from one aged block only: a one-time event (or a rarer leak)
   kTooFewBlocks,  // fewer than kCensusMinAgedBlocks aged blocks: the census cannot decide
 };
@@ -77,14 +78,20 @@ inline constexpr int kCensusMinAgedBlocks = 2;
 inline constexpr double kCensusFloorBytesPerStep = 0.5;
 // Settling: every aged block has survivors, never more than the block before, and the newest aged
 // block holds less than 1/kCensusSettlingRatio of the oldest. Thinning is the mirror image (the
-// oldest holds less than 1/ratio of the newest). Recurring survivors must be alike: the least
-// block's at least 1/ratio of the largest's.
+// oldest holds less than 1/ratio of the newest). Steady growth needs alike amounts: the least
+// aged block at least 1/ratio of the largest.
 inline constexpr double kCensusSettlingRatio = 4.0;
+// Recurring survivors: the least event block holds at least 1/this of the largest (a periodic
+// leak firing once or twice a block leaves 1 or 2 firings' worth).
+inline constexpr double kCensusRecurringRatio = 2.0;
+// How many blocks ahead a block's decay (survivors freed over the last block) is extrapolated.
+inline constexpr double kCensusDecayBlocks = 4.0;
 
 struct CensusJudgement {
   CensusOutcome outcome = CensusOutcome::kBounded;
   std::vector<double> survivor_bytes;   // per measured block: born in it, live at the census
   std::vector<double> survivor_blocks;  // the same, in blocks
+  std::vector<double> persistent;       // per measured block: what the rule counted (decay taken off)
   double before_bytes = 0;              // born before the measured blocks (setup, warm-up)
   double floor_bytes = 0;               // what a block's survivors must reach to count
   double rate_per_step = 0;             // growth: median aged survivors / N
@@ -96,9 +103,13 @@ struct CensusJudgement {
 // `cohorts` must be in born_step order. Cohorts are assigned to the block that holds their
 // born_step; a cohort born before the warm-up ends counts as "before".
 // count: judge the blocks of each cohort (a live-allocation counter) instead of its bytes, with a
-// floor of one block.
+// floor of one block. `previous`: the census one block earlier (at the end of block B-1), empty
+// when there is none. A block older than that whose survivors are still being freed (fewer now
+// than then) counts only what would be left after kCensusDecayBlocks more blocks at that pace:
+// the free lists and caches of a runtime (CPython's) release old blocks slowly, a leak never.
 CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCohort> cohorts,
-                            int census_step, const Schedule& schedule, bool count = false);
+                            int census_step, const Schedule& schedule, bool count = false,
+                            std::span<const CensusCohort> previous = {});
 
 struct JudgeOptions {
   // Only read for noisy counters (CounterInfo::exact == false). A zero floor flags any positive
