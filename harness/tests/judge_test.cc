@@ -285,3 +285,106 @@ TEST(TraceFile, UnknownKindOrUnlistedProbe_AreRefused) {
 
 }  // namespace
 }  // namespace leakbound::harness
+
+namespace leakbound::harness {
+namespace {
+
+// A host-heap trace with a census at every block end: bytes born in each block and kept.
+Trace CensusTrace(const std::vector<std::uint64_t>& kept_per_block) {
+  Trace t;
+  t.subject.name = "census";
+  t.subject.kind = "watched";
+  t.warmup_steps = kWarmup;
+  t.blocks = kBlocks;
+  t.steps_per_block = kSteps;
+  t.probes = {{"host", "active"}};
+  t.counters.push_back(Counter("host.heap_bytes", "host", Flat(1 << 20)));
+  t.step_ns.assign(kTotal, 1000);
+  t.probe_ns.assign(kTotal, 10);
+  for (int b = 0; b < kBlocks; ++b) {
+    CensusSnapshot s{"host.heap_bytes", kWarmup + (b + 1) * kSteps - 1, {{-1, 4096, 3}}};
+    for (int k = 0; k <= b; ++k) {
+      s.cohorts.push_back({kWarmup + k * kSteps, kept_per_block[static_cast<std::size_t>(k)], 1});
+    }
+    t.census.push_back(s);
+  }
+  return t;
+}
+
+TEST(TraceFile, Census_RoundTripsWithItsTail) {
+  TraceFile file;
+  Trace t = CensusTrace({64, 64, 64, 64});
+  t.tail_steps = 3;
+  for (TraceCounter& c : t.counters) c.values.insert(c.values.end(), 3, 1 << 20);
+  t.step_ns.insert(t.step_ns.end(), 3, 1000);
+  t.probe_ns.insert(t.probe_ns.end(), 3, 10);
+  file.traces.push_back(t);
+  const TraceFile back = TraceFileFromJson(TraceFileToJson(file), "memory");
+  EXPECT_EQ(back, file);
+  const reports::WorkloadResult r = JudgeTraceFile(back).workloads[0];
+  EXPECT_EQ(r.verdict, reports::kUnboundedGrowth) << r.evidence;
+  EXPECT_EQ(r.series[0].values.size(), static_cast<std::size_t>(kTotal + 3));  // the tail is shown
+  EXPECT_EQ(Find(r, "host.heap_bytes")->survivor_bytes, (std::vector<double>{64, 64, 64, 64}));
+}
+
+TEST(TraceFile, MalformedCensus_IsRefusedNamingTheField) {
+  auto expect_error = [](const Trace& t, const std::string& part) {
+    TraceFile file;
+    file.traces.push_back(t);
+    try {
+      TraceFileFromJson(TraceFileToJson(file), "t.json");
+      ADD_FAILURE() << "accepted a census that should be refused (" << part << ")";
+    } catch (const TraceError& e) {
+      EXPECT_TRUE(Contains(e.what(), part)) << e.what();
+    }
+  };
+  Trace unknown = CensusTrace({1, 1, 1, 1});
+  unknown.census[0].counter = "host.nothing";
+  expect_error(unknown, "not in `counters`");
+  Trace order = CensusTrace({1, 1, 1, 1});
+  std::swap(order.census[0].cohorts[0], order.census[0].cohorts[1]);
+  expect_error(order, "born in increasing steps");
+  Trace future = CensusTrace({1, 1, 1, 1});
+  future.census[0].cohorts.back().born_step = future.census[0].step + 1;
+  expect_error(future, "born_step");
+  Trace twice = CensusTrace({1, 1, 1, 1});
+  twice.census[1].step = twice.census[0].step;
+  expect_error(twice, "censuses are in step order");
+}
+
+TEST(TraceFile, SchemaOneTrace_IsJudgedByBlockRangesAndSaysSo) {
+  TraceFile file;
+  Trace t = CensusTrace({0, 0, 0, 0});
+  t.census.clear();
+  t.subject.kind = "clean";
+  file.traces.push_back(t);
+  std::string text = TraceFileToJson(file);
+  const auto at = text.find("\"schema_version\": 2");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 19, "\"schema_version\": 1");
+  const TraceFile back = TraceFileFromJson(text, "old.json");
+  EXPECT_EQ(back.traces[0].schema_version, 1);
+  const reports::WorkloadResult r = JudgeTraceFile(back).workloads[0];
+  EXPECT_EQ(r.verdict, reports::kPass);
+  EXPECT_TRUE(Contains(Find(r, "host.heap_bytes")->evidence, "schema-1 trace has no census"));
+  std::string future = text;
+  future.replace(at, 19, "\"schema_version\": 3");
+  EXPECT_THROW(TraceFileFromJson(future, "new.json"), TraceError);
+}
+
+TEST(Judge, WatchedCensus_OneOlderBlockOnly_IsInconclusiveNotPass) {
+  // The leak that fired twice: once in block 1, once too late to age. Nothing can confirm it.
+  const reports::WorkloadResult r = Judge(CensusTrace({1024, 0, 0, 1024}), {});
+  EXPECT_EQ(r.verdict, reports::kInconclusive) << r.evidence;
+  EXPECT_TRUE(Contains(r.evidence, "run at least")) << r.evidence;
+}
+
+TEST(Judge, CensusPass_TopLineDoesNotClaimFlatOrBaseline) {
+  const reports::WorkloadResult r = Judge(CensusTrace({0, 0, 0, 5000}), {});
+  EXPECT_EQ(r.verdict, reports::kPass);
+  EXPECT_TRUE(Contains(r.evidence, "return to baseline not judged")) << r.evidence;
+  EXPECT_FALSE(Contains(r.evidence, "back at its baseline")) << r.evidence;
+}
+
+}  // namespace
+}  // namespace leakbound::harness

@@ -1,0 +1,169 @@
+// The census rule (docs/verdicts.md, "Census") at each of its boundaries: which block a cohort
+// belongs to, the size floor, "every aged block", the settling and thinning ratios, recurrence
+// and its likeness ratio, the decay taken off blocks still being freed, and how JudgeCounter
+// turns an outcome into a verdict. Each test sits on one side of one threshold, so changing a
+// comparison (> for >=) or a block edge by one sample fails one of them.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "leakbound/harness/verdict.h"
+
+namespace leakbound::harness {
+namespace {
+
+// 3 blocks of 100 steps after 100 warm-up steps: blocks start at samples 100, 200, 300.
+const Schedule kThree{100, 3, 100};
+const Schedule kFive{100, 5, 100};
+
+// One cohort per block (born at the block's first step) with the given bytes, plus a warm-up one.
+std::vector<CensusCohort> PerBlock(const Schedule& s, const std::vector<std::uint64_t>& bytes,
+                                   std::uint64_t warmup_bytes = 0) {
+  std::vector<CensusCohort> out{{-1, warmup_bytes, warmup_bytes ? 1u : 0u}};
+  for (std::size_t k = 0; k < bytes.size(); ++k) {
+    out.push_back({s.warmup_steps + static_cast<std::int64_t>(k) * s.steps_per_block, bytes[k],
+                   bytes[k] / 8 + (bytes[k] ? 1 : 0)});
+  }
+  return out;
+}
+
+CensusOutcome Outcome(const Schedule& s, const std::vector<std::uint64_t>& bytes) {
+  return JudgeCensus("host.heap_bytes", PerBlock(s, bytes), s.TotalSteps() - 1, s).outcome;
+}
+
+TEST(CensusRule, CohortOnABlocksFirstStep_BelongsToThatBlock_OneEarlierToTheOneBefore) {
+  // Born at sample 200 (block 2's first step) vs 199 (block 1's last).
+  const std::vector<CensusCohort> at{{-1, 0, 0}, {200, 800, 1}};
+  const std::vector<CensusCohort> before{{-1, 0, 0}, {199, 800, 1}};
+  EXPECT_EQ(JudgeCensus("c", at, 399, kThree).survivor_bytes, (std::vector<double>{0, 800, 0}));
+  EXPECT_EQ(JudgeCensus("c", before, 399, kThree).survivor_bytes,
+            (std::vector<double>{800, 0, 0}));
+}
+
+TEST(CensusRule, CohortBornInWarmup_CountsAsBefore_NotInBlockOne) {
+  const std::vector<CensusCohort> cohorts{{-1, 10, 1}, {99, 500, 1}, {100, 7, 1}};
+  const CensusJudgement j = JudgeCensus("c", cohorts, 399, kThree);
+  EXPECT_EQ(j.before_bytes, 510);
+  EXPECT_EQ(j.survivor_bytes[0], 7);
+}
+
+TEST(CensusRule, SurvivorsFromEveryAgedBlock_AtTheFloor_AreGrowth_OneByteLessAreNot) {
+  // Floor: 0.5 B/step x 100 steps = 50 B.
+  EXPECT_EQ(Outcome(kThree, {50, 50, 0}), CensusOutcome::kGrowth);
+  EXPECT_EQ(Outcome(kThree, {50, 49, 0}), CensusOutcome::kOneTime);   // block 2 below: block 1 only
+  EXPECT_EQ(Outcome(kThree, {49, 50, 0}), CensusOutcome::kBounded);  // the newest aged block only
+}
+
+TEST(CensusRule, TheLastBlock_IsNotAged_ItsSurvivorsNeverMakeGrowth) {
+  EXPECT_EQ(Outcome(kThree, {0, 0, 1 << 20}), CensusOutcome::kBounded);
+  EXPECT_EQ(Outcome(kThree, {800, 800, 0}), CensusOutcome::kGrowth);  // and do not need to exist
+}
+
+TEST(CensusRule, GrowthRate_IsTheMedianAgedBlockOverItsSteps) {
+  const CensusJudgement j =
+      JudgeCensus("c", PerBlock(kFive, {2400, 2400, 2500, 2400, 90000}), 599, kFive);
+  EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
+  EXPECT_DOUBLE_EQ(j.rate_per_step, 24.0);
+}
+
+TEST(CensusRule, TwoBlocks_LeaveOneAgedBlock_TooFewToDecide) {
+  const Schedule two{0, 2, 100};
+  EXPECT_EQ(Outcome(two, {800, 800}), CensusOutcome::kTooFewBlocks);
+}
+
+TEST(CensusRule, Settling_ShrinkingBelowAQuarter_ButAQuarterIsStillGrowthOrUnlike) {
+  EXPECT_EQ(Outcome(kFive, {4000, 2000, 1000, 999, 0}), CensusOutcome::kSettling);
+  // 1000 is exactly a quarter of 4000: not settling; and alike enough for growth.
+  EXPECT_EQ(Outcome(kFive, {4000, 2000, 1000, 1000, 0}), CensusOutcome::kGrowth);
+  // Not shrinking everywhere (one block rises): not settling, and too unlike for growth.
+  EXPECT_EQ(Outcome(kFive, {4000, 900, 1000, 999, 0}), CensusOutcome::kOneTime);
+}
+
+TEST(CensusRule, Thinning_GrowingPastFourTimes_IsBounded_FourTimesIsGrowth) {
+  EXPECT_EQ(Outcome(kFive, {999, 2000, 3000, 4000, 0}), CensusOutcome::kThinning);
+  EXPECT_EQ(Outcome(kFive, {1000, 2000, 3000, 4000, 0}), CensusOutcome::kGrowth);
+}
+
+TEST(CensusRule, Recurring_AlikeSurvivorsAfterAnEmptyBlock_AreGrowth) {
+  EXPECT_EQ(Outcome(kFive, {800, 0, 800, 0, 0}), CensusOutcome::kRecurring);
+  // Half is still alike (one firing vs two); less than half is not.
+  EXPECT_EQ(Outcome(kFive, {800, 0, 400, 0, 0}), CensusOutcome::kRecurring);
+  EXPECT_EQ(Outcome(kFive, {800, 0, 399, 0, 0}), CensusOutcome::kOneTime);
+}
+
+TEST(CensusRule, Recurring_ALeakThatBeganAfterBlockOne_IsGrowth) {
+  EXPECT_EQ(Outcome(kFive, {0, 800, 800, 800, 0}), CensusOutcome::kRecurring);
+}
+
+TEST(CensusRule, OneTime_SurvivorsFromOneOlderBlockOnly) {
+  EXPECT_EQ(Outcome(kFive, {0, 8 << 20, 0, 0, 0}), CensusOutcome::kOneTime);
+  EXPECT_EQ(Outcome(kFive, {8 << 20, 4096, 0, 0, 0}), CensusOutcome::kOneTime);  // not to the end
+}
+
+TEST(CensusRule, BlocksStillBeingFreed_CountWhatFourMoreBlocksWouldLeave) {
+  // Block 1 had 1000 B a block ago and 900 B now: 900 - 4 x 100 = 500 counted.
+  const std::vector<CensusCohort> now = PerBlock(kFive, {900, 500, 500, 500, 0});
+  const std::vector<CensusCohort> then = PerBlock(kFive, {1000, 500, 500, 9000, 0});
+  const CensusJudgement j = JudgeCensus("c", now, 599, kFive, false, then);
+  EXPECT_EQ(j.persistent[0], 500);
+  EXPECT_EQ(j.persistent[3], 500);  // the newest aged block has no aged census before: as is
+  EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
+  // Freed faster (250 B a block): 900 - 1000 < 0 leaves nothing, so block 1 no longer counts.
+  const CensusJudgement fast =
+      JudgeCensus("c", now, 599, kFive, false, PerBlock(kFive, {1150, 500, 500, 9000, 0}));
+  EXPECT_EQ(fast.persistent[0], 0);
+  EXPECT_EQ(fast.outcome, CensusOutcome::kRecurring);  // blocks 2-4 alike, to the end
+}
+
+TEST(CensusRule, CountCensus_JudgesBlocksWithAFloorOfOne) {
+  std::vector<CensusCohort> cohorts{{-1, 0, 0}, {100, 0, 1}, {200, 0, 1}, {300, 0, 0}};
+  const CensusJudgement j = JudgeCensus("host.heap_allocations", cohorts, 399, kThree, true);
+  EXPECT_EQ(j.floor_bytes, 1);
+  EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
+}
+
+// JudgeCounter with a census: the census decides, the curve is evidence.
+reports::CounterVerdict WithCensus(const std::vector<std::uint64_t>& bytes, bool can_confirm,
+                          const std::vector<double>& values) {
+  JudgeOptions o;
+  o.census = JudgeCensus("host.heap_bytes", PerBlock(kThree, bytes), 399, kThree);
+  o.census_can_confirm = can_confirm;
+  return JudgeCounter({"host.heap_bytes", "bytes", true, true, false, ""}, values, kThree, values.front(),
+                      values.front(), o);
+}
+
+TEST(CensusRule, JudgeCounter_CensusGrowth_BeatsAFlatCurve) {
+  const std::vector<double> flat(400, 1000.0);
+  const reports::CounterVerdict v = WithCensus({800, 800, 800}, true, flat);
+  EXPECT_EQ(v.verdict, reports::kUnboundedGrowth);
+  EXPECT_DOUBLE_EQ(v.slope_per_step, 8.0);
+  EXPECT_NE(v.evidence.find("born in blocks 1-3"), std::string::npos) << v.evidence;
+  EXPECT_NE(v.evidence.find("[curve: "), std::string::npos) << v.evidence;
+}
+
+TEST(CensusRule, JudgeCounter_CensusBounded_BeatsARisingCurve) {
+  std::vector<double> rising;
+  for (int i = 0; i < 400; ++i) rising.push_back(1000.0 + 10 * (i / 100));
+  const reports::CounterVerdict v = WithCensus({0, 0, 50000}, true, rising);
+  EXPECT_EQ(v.verdict, reports::kPass);
+}
+
+TEST(CensusRule, JudgeCounter_OneTime_IsInconclusiveOnlyWhereNothingCanConfirmIt) {
+  const std::vector<double> flat(400, 1000.0);
+  EXPECT_EQ(WithCensus({4096, 0, 0}, false, flat).verdict, reports::kInconclusive);
+  EXPECT_EQ(WithCensus({4096, 0, 0}, true, flat).verdict, reports::kPass);
+}
+
+TEST(CensusRule, JudgeCounter_Settling_IsInconclusiveAndSaysHowLongToRun) {
+  const std::vector<double> flat(600, 1000.0);
+  JudgeOptions o;
+  o.census = JudgeCensus("host.heap_bytes", PerBlock(kFive, {4000, 2000, 1000, 500, 0}), 599, kFive);
+  const reports::CounterVerdict v =
+      JudgeCounter({"host.heap_bytes", "bytes", true, true, false, ""}, flat, kFive, 1000, 1000, o);
+  EXPECT_EQ(v.verdict, reports::kInconclusive);
+  EXPECT_NE(v.evidence.find("run longer than 1200 steps"), std::string::npos) << v.evidence;
+}
+
+}  // namespace
+}  // namespace leakbound::harness
