@@ -424,12 +424,15 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
     j.sentence += decay_text;
     return j;
   }
-  if (with.empty() || (with.size() == 1 && with.front() == aged - 1)) {
+  // Survivors from the newest aged block alone are what a slow turnover leaves when the older
+  // blocks' survivors are still being freed (the program shows it turns over); with older blocks
+  // that left nothing at all, they are one event like any other.
+  if (with.empty() || (with.size() == 1 && with.front() == aged - 1 && !decayed.empty())) {
     j.outcome = CensusOutcome::kBounded;
     j.sentence = counter + " bounded: " + listed +
                  (with.empty() ? " (nothing older than one block survives)"
-                               : " (only the newest aged block left survivors: what turns over "
-                                 "in about a block)") +
+                               : " (only the newest aged block left survivors, and older blocks' "
+                                 "are being freed: a slow turnover)") +
                  floor_text;
     j.sentence += decay_text;
     return j;

@@ -52,7 +52,7 @@ TEST(CensusRule, SurvivorsFromEveryAgedBlock_AtTheFloor_AreGrowth_OneByteLessAre
   // Floor: 0.5 B/step x 100 steps = 50 B.
   EXPECT_EQ(Outcome(kThree, {50, 50, 0}), CensusOutcome::kGrowth);
   EXPECT_EQ(Outcome(kThree, {50, 49, 0}), CensusOutcome::kOneTime);   // block 2 below: block 1 only
-  EXPECT_EQ(Outcome(kThree, {49, 50, 0}), CensusOutcome::kBounded);  // the newest aged block only
+  EXPECT_EQ(Outcome(kThree, {49, 50, 0}), CensusOutcome::kOneTime);  // the newest aged block only
 }
 
 TEST(CensusRule, TheLastBlock_IsNotAged_ItsSurvivorsNeverMakeGrowth) {
@@ -94,6 +94,14 @@ TEST(CensusRule, Recurring_AlikeSurvivorsAfterAnEmptyBlock_AreGrowth) {
 
 TEST(CensusRule, Recurring_ALeakThatBeganAfterBlockOne_IsGrowth) {
   EXPECT_EQ(Outcome(kFive, {0, 800, 800, 800, 0}), CensusOutcome::kRecurring);
+}
+
+TEST(CensusRule, NewestAgedBlockOnly_IsBoundedOnlyWhenOlderBlocksAreBeingFreed) {
+  const std::vector<CensusCohort> now = PerBlock(kThree, {40, 900, 0});
+  EXPECT_EQ(JudgeCensus("c", now, 399, kThree, false, PerBlock(kThree, {60, 5000, 0})).outcome,
+            CensusOutcome::kBounded);  // block 1 went 60 -> 40 B: the program turns over
+  EXPECT_EQ(JudgeCensus("c", now, 399, kThree, false, PerBlock(kThree, {40, 5000, 0})).outcome,
+            CensusOutcome::kOneTime);  // block 1 kept what it had: an unexplained event
 }
 
 TEST(CensusRule, OneTime_SurvivorsFromOneOlderBlockOnly) {

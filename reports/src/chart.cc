@@ -1,5 +1,6 @@
-// Inline SVG line charts of counter series (see chart.h). Coordinates are written with one
-// decimal; every text that comes from a report goes through EscapeHtml.
+// Inline SVG charts for the HTML report (see chart.h): line charts of counter series and bar
+// charts of a counter's survivors by birth block. Coordinates are written with one decimal;
+// every text that comes from a report goes through EscapeHtml.
 
 #include "leakbound/reports/chart.h"
 
@@ -22,6 +23,8 @@ constexpr const char* kTextColour = "#4b5563";
 constexpr const char* kWarmupFill = "#f3f4f6";
 constexpr const char* kBlockColour = "#a8a29e";
 constexpr const char* kBaselineColour = "#d97706";
+// The youngest block's survivors: the line colour, lighter, with a dashed outline.
+constexpr const char* kYoungestFill = "#bfdbfe";
 
 // Chart margins in SVG units: room for y labels on the left and x labels below.
 constexpr double kMarginLeft = 74;
@@ -29,10 +32,74 @@ constexpr double kMarginRight = 14;
 constexpr double kMarginTop = 14;
 constexpr double kMarginBottom = 34;
 
+// Survivor bars: at most this wide, and a label (value above, block below) needs about this much
+// room; narrower slots label every few bars, counted back from the youngest.
+constexpr double kMaxBarWidth = 64;
+constexpr double kBarLabelWidth = 62;
+
 std::string Fixed1(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f", value);
   return buffer;
+}
+
+// The plotting area of a chart, in SVG units.
+struct PlotArea {
+  double left;
+  double right;
+  double top;
+  double bottom;
+};
+
+PlotArea PlotAreaOf(double width, double height) {
+  return {kMarginLeft, width - kMarginRight, kMarginTop, height - kMarginBottom};
+}
+
+// The opening <svg> tag of a chart with its accessible label and <title>, both escaped.
+std::string SvgOpen(const char* css_class, double width, double height,
+                    const std::string& aria_label, const std::string& title) {
+  return "<svg class=\"" + std::string(css_class) +
+         "\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + Fixed1(width) + " " +
+         Fixed1(height) + "\" width=\"" + Fixed1(width) + "\" height=\"" + Fixed1(height) +
+         "\" role=\"img\" aria-label=\"" + EscapeHtml(aria_label) + "\"><title>" +
+         EscapeHtml(title) + "</title>";
+}
+
+// A chart with nothing to draw: a centred note, and the closing tag.
+std::string CentredNote(double width, double height, const char* note) {
+  return "<text x=\"" + Fixed1(width / 2) + "\" y=\"" + Fixed1(height / 2) +
+         "\" text-anchor=\"middle\" fill=\"" + kTextColour + "\" font-size=\"13\">" + note +
+         "</text></svg>";
+}
+
+// The y coordinate of `value` on `axis` (low at the bottom of the plot, high at its top).
+double YOf(const Axis& axis, const PlotArea& plot, double value) {
+  return plot.bottom - (value - axis.low) / (axis.high - axis.low) * (plot.bottom - plot.top);
+}
+
+// Horizontal grid lines and y labels, one per tick.
+void AppendValueGrid(const Axis& axis, const PlotArea& plot, std::string& svg) {
+  for (std::size_t i = 0; i < axis.ticks.size(); ++i) {
+    const double y = YOf(axis, plot, axis.ticks[i]);
+    svg += "<line x1=\"" + Fixed1(plot.left) + "\" x2=\"" + Fixed1(plot.right) + "\" y1=\"" +
+           Fixed1(y) + "\" y2=\"" + Fixed1(y) + "\" stroke=\"" + kGridColour + "\"/>";
+    svg += "<text x=\"" + Fixed1(plot.left - 6) + "\" y=\"" + Fixed1(y + 4) +
+           "\" text-anchor=\"end\" font-size=\"11\" fill=\"" + kTextColour + "\">" +
+           EscapeHtml(axis.labels[i]) + "</text>";
+  }
+}
+
+// The left and bottom axes, drawn over the grid.
+void AppendAxisLines(const PlotArea& plot, std::string& svg) {
+  svg += "<polyline points=\"" + Fixed1(plot.left) + "," + Fixed1(plot.top) + " " +
+         Fixed1(plot.left) + "," + Fixed1(plot.bottom) + " " + Fixed1(plot.right) + "," +
+         Fixed1(plot.bottom) + "\" fill=\"none\" stroke=\"" + kAxisColour + "\"/>";
+}
+
+// The name of an axis, in the bottom right corner below the x labels.
+void AppendAxisName(const PlotArea& plot, double height, const char* name, std::string& svg) {
+  svg += "<text x=\"" + Fixed1(plot.right) + "\" y=\"" + Fixed1(height - 4) +
+         "\" text-anchor=\"end\" font-size=\"11\" fill=\"" + kTextColour + "\">" + name + "</text>";
 }
 
 // Text of `value` with `decimals` decimals and no trailing zeros ("1.50" -> "1.5").
@@ -188,24 +255,16 @@ Axis StepAxis(double last_step, int target_ticks) {
 std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& context) {
   const double width = context.width;
   const double height = context.height;
-  const double plot_left = kMarginLeft;
-  const double plot_right = width - kMarginRight;
-  const double plot_top = kMarginTop;
-  const double plot_bottom = height - kMarginBottom;
+  const PlotArea plot = PlotAreaOf(width, height);
 
-  std::string svg = "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
-                    Fixed1(width) + " " + Fixed1(height) + "\" width=\"" + Fixed1(width) +
-                    "\" height=\"" + Fixed1(height) + "\" role=\"img\" aria-label=\"" +
-                    EscapeHtml(series.name) + " over steps\">";
-  svg += "<title>" + EscapeHtml(series.name) + " (" + EscapeHtml(series.unit) + ")</title>";
+  std::string svg = SvgOpen("chart", width, height, series.name + " over steps",
+                            series.name + " (" + series.unit + ")");
 
   const std::vector<ChartPoint> points = DownsampleMinMax(series.values);
   if (points.empty()) {
-    svg += "<text x=\"" + Fixed1(width / 2) + "\" y=\"" + Fixed1(height / 2) +
-           "\" text-anchor=\"middle\" fill=\"" + kTextColour + "\" font-size=\"13\">" +
-           (series.values.empty() ? "no samples" : "not measured (all samples null)") +
-           "</text></svg>";
-    return svg;
+    return svg +
+           CentredNote(width, height,
+                       series.values.empty() ? "no samples" : "not measured (all samples null)");
   }
 
   double low = std::numeric_limits<double>::infinity();
@@ -239,59 +298,47 @@ std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& con
 
   const auto x_of = [&](double step) {
     const double clamped = std::clamp(step, x_axis.low, x_axis.high);
-    return plot_left +
-           (clamped - x_axis.low) / (x_axis.high - x_axis.low) * (plot_right - plot_left);
+    return plot.left +
+           (clamped - x_axis.low) / (x_axis.high - x_axis.low) * (plot.right - plot.left);
   };
-  const auto y_of = [&](double value) {
-    return plot_bottom -
-           (value - y_axis.low) / (y_axis.high - y_axis.low) * (plot_bottom - plot_top);
-  };
+  const auto y_of = [&](double value) { return YOf(y_axis, plot, value); };
 
   // Warm-up band first, so that grid and data draw over it.
   if (context.warmup_steps > 0) {
     const double band_right = x_of(context.warmup_steps - 0.5);
-    svg += "<rect x=\"" + Fixed1(plot_left) + "\" y=\"" + Fixed1(plot_top) + "\" width=\"" +
-           Fixed1(std::max(band_right - plot_left, 0.0)) + "\" height=\"" +
-           Fixed1(plot_bottom - plot_top) + "\" fill=\"" + kWarmupFill + "\"/>";
-    if (band_right - plot_left > 44) {
-      svg += "<text x=\"" + Fixed1(plot_left + 4) + "\" y=\"" + Fixed1(plot_top + 12) +
+    svg += "<rect x=\"" + Fixed1(plot.left) + "\" y=\"" + Fixed1(plot.top) + "\" width=\"" +
+           Fixed1(std::max(band_right - plot.left, 0.0)) + "\" height=\"" +
+           Fixed1(plot.bottom - plot.top) + "\" fill=\"" + kWarmupFill + "\"/>";
+    if (band_right - plot.left > 44) {
+      svg += "<text x=\"" + Fixed1(plot.left + 4) + "\" y=\"" + Fixed1(plot.top + 12) +
              "\" font-size=\"10\" fill=\"" + kTextColour + "\">warm-up</text>";
     }
   }
-  // Horizontal grid and y labels.
-  for (std::size_t i = 0; i < y_axis.ticks.size(); ++i) {
-    const double y = y_of(y_axis.ticks[i]);
-    svg += "<line x1=\"" + Fixed1(plot_left) + "\" x2=\"" + Fixed1(plot_right) + "\" y1=\"" +
-           Fixed1(y) + "\" y2=\"" + Fixed1(y) + "\" stroke=\"" + kGridColour + "\"/>";
-    svg += "<text x=\"" + Fixed1(plot_left - 6) + "\" y=\"" + Fixed1(y + 4) +
-           "\" text-anchor=\"end\" font-size=\"11\" fill=\"" + kTextColour + "\">" +
-           EscapeHtml(y_axis.labels[i]) + "</text>";
-  }
+  AppendValueGrid(y_axis, plot, svg);
   // X ticks and labels.
   for (std::size_t i = 0; i < x_axis.ticks.size(); ++i) {
     const double x = x_of(x_axis.ticks[i]);
-    svg += "<line x1=\"" + Fixed1(x) + "\" x2=\"" + Fixed1(x) + "\" y1=\"" + Fixed1(plot_bottom) +
-           "\" y2=\"" + Fixed1(plot_bottom + 4) + "\" stroke=\"" + kAxisColour + "\"/>";
-    svg += "<text x=\"" + Fixed1(x) + "\" y=\"" + Fixed1(plot_bottom + 16) +
+    svg += "<line x1=\"" + Fixed1(x) + "\" x2=\"" + Fixed1(x) + "\" y1=\"" + Fixed1(plot.bottom) +
+           "\" y2=\"" + Fixed1(plot.bottom + 4) + "\" stroke=\"" + kAxisColour + "\"/>";
+    svg += "<text x=\"" + Fixed1(x) + "\" y=\"" + Fixed1(plot.bottom + 16) +
            "\" text-anchor=\"middle\" font-size=\"11\" fill=\"" + kTextColour + "\">" +
            x_axis.labels[i] + "</text>";
   }
-  svg += "<text x=\"" + Fixed1(plot_right) + "\" y=\"" + Fixed1(height - 4) +
-         "\" text-anchor=\"end\" font-size=\"11\" fill=\"" + kTextColour + "\">step</text>";
+  AppendAxisName(plot, height, "step", svg);
   // Block boundaries: between the last step of a block and the first of the next.
   for (int block_end : context.block_ends) {
     if (block_end < 0 || block_end > last_step) continue;
     const double x = x_of(block_end + 0.5);
-    svg += "<line x1=\"" + Fixed1(x) + "\" x2=\"" + Fixed1(x) + "\" y1=\"" + Fixed1(plot_top) +
-           "\" y2=\"" + Fixed1(plot_bottom) + "\" stroke=\"" + kBlockColour +
+    svg += "<line x1=\"" + Fixed1(x) + "\" x2=\"" + Fixed1(x) + "\" y1=\"" + Fixed1(plot.top) +
+           "\" y2=\"" + Fixed1(plot.bottom) + "\" stroke=\"" + kBlockColour +
            "\" stroke-dasharray=\"4 3\"/>";
   }
   if (show_baseline) {
     const double y = y_of(*context.baseline);
-    svg += "<line x1=\"" + Fixed1(plot_left) + "\" x2=\"" + Fixed1(plot_right) + "\" y1=\"" +
+    svg += "<line x1=\"" + Fixed1(plot.left) + "\" x2=\"" + Fixed1(plot.right) + "\" y1=\"" +
            Fixed1(y) + "\" y2=\"" + Fixed1(y) + "\" stroke=\"" + kBaselineColour +
            "\" stroke-width=\"1.5\" stroke-dasharray=\"1.5 3\"/>";
-    svg += "<text x=\"" + Fixed1(plot_right - 2) + "\" y=\"" + Fixed1(y - 4) +
+    svg += "<text x=\"" + Fixed1(plot.right - 2) + "\" y=\"" + Fixed1(y - 4) +
            "\" text-anchor=\"end\" font-size=\"10\" fill=\"" + kBaselineColour +
            "\">baseline</text>";
   }
@@ -299,21 +346,19 @@ std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& con
     return series.unit == "bytes" ? FormatBytes(value) : FormatCount(value);
   };
   if (offsets) {
-    svg += "<text x=\"" + Fixed1(plot_left + 4) + "\" y=\"" + Fixed1(plot_top + 24) +
+    svg += "<text x=\"" + Fixed1(plot.left + 4) + "\" y=\"" + Fixed1(plot.top + 24) +
            "\" font-size=\"10\" fill=\"" + kTextColour + "\">change from first sample, " +
            EscapeHtml(value_text(anchor)) + "</text>";
   }
   if (has_baseline && !show_baseline) {
-    svg += "<text x=\"" + Fixed1(plot_right - 2) + "\" y=\"" +
-           Fixed1(*context.baseline < y_axis.low ? plot_bottom - 4 : plot_top + 10) +
+    svg += "<text x=\"" + Fixed1(plot.right - 2) + "\" y=\"" +
+           Fixed1(*context.baseline < y_axis.low ? plot.bottom - 4 : plot.top + 10) +
            "\" text-anchor=\"end\" font-size=\"10\" fill=\"" + kBaselineColour + "\">baseline " +
            EscapeHtml(value_text(*context.baseline)) +
            (*context.baseline < y_axis.low ? " (below)" : " (above)") + "</text>";
   }
   // Axes on top of the grid.
-  svg += "<polyline points=\"" + Fixed1(plot_left) + "," + Fixed1(plot_top) + " " +
-         Fixed1(plot_left) + "," + Fixed1(plot_bottom) + " " + Fixed1(plot_right) + "," +
-         Fixed1(plot_bottom) + "\" fill=\"none\" stroke=\"" + kAxisColour + "\"/>";
+  AppendAxisLines(plot, svg);
   // The data.
   svg += "<polyline class=\"series\" fill=\"none\" stroke=\"" + std::string(kLineColour) +
          "\" stroke-width=\"1.5\" stroke-linejoin=\"round\" points=\"";
@@ -329,6 +374,77 @@ std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& con
              "\" r=\"2.5\" fill=\"" + kLineColour + "\"/>";
     }
   }
+  svg += "</svg>";
+  return svg;
+}
+
+std::string RenderSurvivorsSvg(const std::string& counter, const std::vector<double>& survivors,
+                               const std::string& unit, int width_units, int height_units) {
+  const double width = width_units;
+  const double height = height_units;
+  const PlotArea plot = PlotAreaOf(width, height);
+  const std::string title =
+      counter + ": survivors by birth block (still live at the last block end)";
+  std::string svg = SvgOpen("chart survivors", width, height, title, title);
+  if (survivors.empty()) return svg + CentredNote(width, height, "no census");
+
+  // Bars grow from zero; "not measured" (non-finite) values draw none and read "n/a".
+  double low = 0;
+  double high = 0;
+  for (double value : survivors) {
+    if (!std::isfinite(value)) continue;
+    low = std::min(low, value);
+    high = std::max(high, value);
+  }
+  Axis y_axis;
+  if (high > low) y_axis = ValueAxis(low, high, unit);
+  if (!(high > low) || !std::isfinite(y_axis.high - y_axis.low) || !(y_axis.high > y_axis.low)) {
+    // All zero (or a range beyond double): one zero line, every bar flat on it.
+    y_axis = Axis{};
+    y_axis.ticks = {0};
+    y_axis.labels = {FormatInUnit(0, unit)};
+  }
+  const auto y_of = [&](double value) {
+    return YOf(y_axis, plot,
+               std::clamp(std::isfinite(value) ? value : 0.0, y_axis.low, y_axis.high));
+  };
+  AppendValueGrid(y_axis, plot, svg);
+
+  const std::size_t count = survivors.size();
+  const double slot = (plot.right - plot.left) / static_cast<double>(count);
+  const double bar_width = std::min(slot * 0.6, kMaxBarWidth);
+  const auto stride =
+      static_cast<std::size_t>(std::max(1.0, std::ceil(kBarLabelWidth / std::max(slot, 1e-9))));
+  const double zero_y = y_of(0);
+  for (std::size_t k = 0; k < count; ++k) {
+    const bool youngest = k + 1 == count;
+    const double top = std::min(y_of(survivors[k]), zero_y);
+    const double x = plot.left + slot * static_cast<double>(k) + (slot - bar_width) / 2;
+    svg += "<rect class=\"" + std::string(youngest ? "bar youngest" : "bar") + "\" x=\"" +
+           Fixed1(x) + "\" y=\"" + Fixed1(top) + "\" width=\"" + Fixed1(bar_width) +
+           "\" height=\"" + Fixed1(std::fabs(y_of(survivors[k]) - zero_y)) + "\" fill=\"" +
+           (youngest ? kYoungestFill : kLineColour) + "\"" +
+           (youngest ? std::string(" stroke=\"") + kLineColour + "\" stroke-dasharray=\"3 2\""
+                     : std::string()) +
+           "/>";
+    if ((count - 1 - k) % stride != 0) continue;  // labels counted back from the youngest
+    const double centre = x + bar_width / 2;
+    svg += "<text x=\"" + Fixed1(centre) + "\" y=\"" + Fixed1(top - 4) +
+           "\" text-anchor=\"middle\" font-size=\"10\" fill=\"" + kTextColour + "\">" +
+           EscapeHtml(FormatInUnit(survivors[k], unit)) + "</text>";
+    svg += "<text x=\"" + Fixed1(centre) + "\" y=\"" + Fixed1(plot.bottom + 16) +
+           "\" text-anchor=\"middle\" font-size=\"11\" fill=\"" + kTextColour + "\">block " +
+           std::to_string(k + 1) + "</text>";
+  }
+  AppendAxisName(plot, height, "birth block", svg);
+  // Legend: the youngest block's swatch.
+  svg += "<rect x=\"" + Fixed1(plot.left) + "\" y=\"" + Fixed1(height - 13) +
+         "\" width=\"10.0\" height=\"10.0\" fill=\"" + kYoungestFill + "\" stroke=\"" +
+         kLineColour + "\" stroke-dasharray=\"3 2\"/>";
+  svg += "<text x=\"" + Fixed1(plot.left + 14) + "\" y=\"" + Fixed1(height - 4) +
+         "\" font-size=\"10\" fill=\"" + kTextColour +
+         "\">youngest (not aged): born in the last block, at most one block old</text>";
+  AppendAxisLines(plot, svg);
   svg += "</svg>";
   return svg;
 }

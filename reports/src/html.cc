@@ -287,11 +287,24 @@ void AppendAttributionTable(const WorkloadResult& workload, std::string& out) {
   out += "</table>";
 }
 
+// A counter's census as a bar chart figure (chart.h); nothing for a counter without one.
+void AppendSurvivors(const WorkloadResult& workload, const CounterVerdict& counter,
+                     std::string& out) {
+  if (counter.survivor_bytes.empty()) return;
+  const std::size_t blocks = counter.survivor_bytes.size();
+  out +=
+      "<figure class=\"survivors\"><figcaption><code>" + EscapeHtml(counter.counter) +
+      "</code>: survivors by birth block<span class=\"unit\">still live at the last block end, " +
+      std::to_string(blocks) + (blocks == 1 ? " block" : " blocks") + "</span></figcaption>" +
+      RenderSurvivorsSvg(counter.counter, counter.survivor_bytes,
+                         CounterUnit(workload, counter.counter)) +
+      "</figure>";
+}
+
+// One chart per series, each followed by the survivors of its counter; then the survivors of
+// counters without a series.
 void AppendCharts(const WorkloadResult& workload, std::string& out) {
-  if (workload.series.empty()) {
-    out += "<p class=\"none\">No counter series recorded.</p>";
-    return;
-  }
+  if (workload.series.empty()) out += "<p class=\"none\">No counter series recorded.</p>";
   for (const CounterSeries& series : workload.series) {
     ChartContext context;
     context.warmup_steps = workload.warmup_steps;
@@ -307,12 +320,35 @@ void AppendCharts(const WorkloadResult& workload, std::string& out) {
            (series.values.size() == 1 ? " sample" : " samples") + "</span> ";
     if (verdict != nullptr) out += CounterBadge(workload, *verdict);
     out += "</figcaption>" + RenderSeriesSvg(series, context) + "</figure>";
+    for (const CounterVerdict& counter : workload.counters) {
+      if (counter.counter == series.name) AppendSurvivors(workload, counter, out);
+    }
   }
-  out +=
-      "<p class=\"legend\">Shaded: warm-up. Dashed: block boundaries. Dotted: baseline before "
-      "setup (named in a corner when outside the plotted range). The y range is fitted to "
-      "the samples; a narrow one is labelled as the change from the first sample. Series "
-      "over 600 samples show each bucket's minimum and maximum.</p>";
+  bool census = false;
+  for (const CounterVerdict& counter : workload.counters) {
+    census = census || !counter.survivor_bytes.empty();
+    bool has_series = false;
+    for (const CounterSeries& series : workload.series) {
+      has_series = has_series || series.name == counter.counter;
+    }
+    if (!has_series) AppendSurvivors(workload, counter, out);
+  }
+  if (workload.series.empty() && !census) return;
+  out += "<p class=\"legend\">";
+  if (!workload.series.empty()) {
+    out +=
+        "Shaded: warm-up. Dashed: block boundaries. Dotted: baseline before setup (named in a "
+        "corner when outside the plotted range). The y range is fitted to the samples; a narrow "
+        "one is labelled as the change from the first sample. Series over 600 samples show each "
+        "bucket's minimum and maximum.";
+  }
+  if (census) {
+    out += std::string(workload.series.empty() ? "" : " ") +
+           "Survivors by birth block: what each measured block allocated that is still live at "
+           "the last block end (allocations for an allocation counter). The lighter, dashed last "
+           "bar is the youngest block: at most one block old, not aged.";
+  }
+  out += "</p>";
 }
 
 void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& out) {

@@ -1,5 +1,6 @@
 // Tests of the HTML renderer: self-contained (no scripts, no network), every report string
-// escaped, one chart per series, and badge colours that follow the workload outcome.
+// escaped, one chart per series, survivors-by-birth-block charts for counters with a census, and
+// badge colours that follow the workload outcome.
 
 #include "leakbound/reports/html.h"
 
@@ -7,7 +8,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "sample_report.h"
 
@@ -41,6 +44,8 @@ TEST(ReportHtmlTest, HostileStrings_AreEscapedEverywhere) {
   report.workloads[0].evidence = attack;
   report.workloads[0].series[0].name = "\"><script>alert(3)</script>";  // lands in aria-label
   report.workloads[0].counters[0].evidence = attack;
+  report.workloads[0].counters[0].counter = "<script>alert(6)</script>";  // a survivors chart
+  report.workloads[0].counters[0].survivor_bytes = {1, 2};
   report.workloads[1].attribution[0].op = attack;
   report.meta.commit = "</title><script>alert(4)</script>";
   report.meta.device_class = "</style><script>alert(5)</script>";
@@ -51,10 +56,13 @@ TEST(ReportHtmlTest, HostileStrings_AreEscapedEverywhere) {
   EXPECT_EQ(lower.find("<script"), std::string::npos);
   EXPECT_EQ(lower.find("<img"), std::string::npos);
   // The page title plus one <title> per chart: the commit's "</title>" was escaped.
-  EXPECT_EQ(CountOf(html, "</title>"), 1u + CountOf(html, "<svg class=\"chart\""));
+  EXPECT_EQ(CountOf(html, "<svg class=\"chart survivors\""), 1u);
+  EXPECT_EQ(CountOf(html, "</title>"), 1u + CountOf(html, "<svg class=\"chart"));
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(html.find("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"), std::string::npos);
   EXPECT_NE(html.find("aria-label=\"&quot;&gt;&lt;script&gt;alert(3)&lt;/script&gt; over steps\""),
+            std::string::npos);
+  EXPECT_NE(html.find("<title>&lt;script&gt;alert(6)&lt;/script&gt;: survivors by birth block"),
             std::string::npos);
   EXPECT_EQ(CountOf(html, "</style>"), 1u);  // only the real one
 }
@@ -169,6 +177,119 @@ TEST(ReportHtmlTest, InterruptedReport_ShowsABanner) {
             std::string::npos);
   EXPECT_EQ(RenderHtml(testing::MakeSampleReport()).find("result interrupted\">"),
             std::string::npos);
+}
+
+// A report of one clean workload (series runtime.live_bytes and host.rss_bytes) whose
+// runtime.live_bytes verdict carries `survivors` as its census.
+Report ReportWithSurvivors(const std::vector<double>& survivors) {
+  Report report;
+  report.workloads = {testing::MakeCleanWorkload("census")};
+  report.workloads[0].counters[0].survivor_bytes = survivors;
+  return report;
+}
+
+// The survivors chart of `counter` in `html`: its <svg> element, or empty when there is none.
+std::string SurvivorsSvg(const std::string& html, const std::string& counter) {
+  const std::string title =
+      "<title>" + counter + ": survivors by birth block (still live at the last block end)";
+  const std::size_t title_at = html.find(title);
+  if (title_at == std::string::npos) return {};
+  const std::size_t begin = html.rfind("<svg ", title_at);
+  const std::size_t end = html.find("</svg>", title_at);
+  if (begin == std::string::npos || end == std::string::npos) return {};
+  return html.substr(begin, end + 6 - begin);
+}
+
+TEST(ReportHtmlTest, SurvivorsByBirthBlock_OneBarPerBlockWithLabels_YoungestMarked) {
+  const std::string html = RenderHtml(ReportWithSurvivors({1024, 1024, 2048}));
+  const std::string svg = SurvivorsSvg(html, "runtime.live_bytes");
+  ASSERT_FALSE(svg.empty());
+  EXPECT_EQ(svg.rfind("<svg class=\"chart survivors\"", 0), 0u);
+  EXPECT_NE(html.find("<figcaption><code>runtime.live_bytes</code>: survivors by birth block"),
+            std::string::npos);
+  EXPECT_EQ(CountOf(svg, "<rect class=\"bar"), 3u);
+  EXPECT_EQ(CountOf(svg, "<rect class=\"bar youngest\""), 1u);
+  EXPECT_LT(svg.find("<rect class=\"bar\""), svg.find("<rect class=\"bar youngest\""));
+  EXPECT_EQ(CountOf(svg, ">1.00 KiB</text>"), 2u);
+  EXPECT_EQ(CountOf(svg, ">2.00 KiB</text>"), 1u);
+  for (const char* label : {">block 1</text>", ">block 2</text>", ">block 3</text>"}) {
+    EXPECT_EQ(CountOf(svg, label), 1u) << label;
+  }
+  EXPECT_NE(svg.find("youngest (not aged)"), std::string::npos);
+  // Beside its counter's own chart: after the runtime.live_bytes series, before host.rss_bytes.
+  const std::size_t chart = html.find(svg);
+  EXPECT_LT(html.find("aria-label=\"runtime.live_bytes over steps\""), chart);
+  EXPECT_GT(html.find("aria-label=\"host.rss_bytes over steps\""), chart);
+  EXPECT_NE(html.find("The lighter, dashed last bar is the youngest block"), std::string::npos);
+}
+
+TEST(ReportHtmlTest, SurvivorsByBirthBlock_OnlyForCountersWithACensus) {
+  Report report = ReportWithSurvivors({0, 512});
+  ASSERT_TRUE(report.workloads[0].counters[1].survivor_bytes.empty());  // host.rss_bytes
+  const std::string html = RenderHtml(report);
+  EXPECT_EQ(CountOf(html, "<svg class=\"chart survivors\""), 1u);
+  EXPECT_EQ(CountOf(html, "survivors by birth block (still live"), 2u);  // aria-label, title
+  EXPECT_FALSE(SurvivorsSvg(html, "runtime.live_bytes").empty());
+  EXPECT_TRUE(SurvivorsSvg(html, "host.rss_bytes").empty());
+  EXPECT_EQ(html.find("host.rss_bytes</code>: survivors"), std::string::npos);
+  // Without any census the page has no survivors chart and no survivors legend.
+  const std::string plain = RenderHtml(ReportWithSurvivors({}));
+  EXPECT_EQ(plain.find("survivors"), std::string::npos);
+  EXPECT_EQ(plain.find("Survivors"), std::string::npos);
+}
+
+TEST(ReportHtmlTest, SurvivorsByBirthBlock_AllZero_RendersFlatBarsWithoutNan) {
+  const std::string html = RenderHtml(ReportWithSurvivors({0, 0, 0}));
+  const std::string svg = SurvivorsSvg(html, "runtime.live_bytes");
+  ASSERT_FALSE(svg.empty());
+  EXPECT_EQ(CountOf(svg, "<rect class=\"bar"), 3u);
+  EXPECT_EQ(CountOf(svg, "height=\"0.0\""), 3u);
+  EXPECT_EQ(CountOf(svg, ">0 B</text>"), 4u);  // the zero tick and three value labels
+  EXPECT_NE(svg.find(">block 3</text>"), std::string::npos);
+  const std::string lower = Lowercase(svg);
+  EXPECT_EQ(lower.find("nan"), std::string::npos);
+  EXPECT_EQ(lower.find("inf"), std::string::npos);
+}
+
+TEST(ReportHtmlTest, SurvivorsByBirthBlock_NonFiniteValues_ReadNotAvailable) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::string html = RenderHtml(ReportWithSurvivors({nan, inf, -inf, 4096}));
+  const std::string svg = SurvivorsSvg(html, "runtime.live_bytes");
+  ASSERT_FALSE(svg.empty());
+  EXPECT_EQ(CountOf(svg, "<rect class=\"bar"), 4u);
+  EXPECT_EQ(CountOf(svg, ">n/a</text>"), 3u);
+  EXPECT_NE(svg.find(">4.00 KiB</text>"), std::string::npos);
+  const std::string lower = Lowercase(svg);
+  EXPECT_EQ(lower.find("nan"), std::string::npos);
+  EXPECT_EQ(lower.find("inf"), std::string::npos);
+}
+
+TEST(ReportHtmlTest, SurvivorsByBirthBlock_AllocationCounter_UsesCounts) {
+  Report report = ReportWithSurvivors({});
+  CounterVerdict allocations;
+  allocations.counter = "host.heap_allocations";  // no series: charted after the series
+  allocations.survivor_bytes = {3, 1500, 12};
+  report.workloads[0].counters.push_back(allocations);
+  const std::string html = RenderHtml(report);
+  const std::string svg = SurvivorsSvg(html, "host.heap_allocations");
+  ASSERT_FALSE(svg.empty());
+  for (const char* label : {">3</text>", ">1,500</text>", ">12</text>"}) {
+    EXPECT_EQ(CountOf(svg, label), 1u) << label;
+  }
+  EXPECT_EQ(svg.find(" B</text>"), std::string::npos);
+  EXPECT_EQ(svg.find("KiB"), std::string::npos);
+  EXPECT_GT(html.find(svg), html.find("aria-label=\"host.rss_bytes over steps\""));
+}
+
+TEST(ReportHtmlTest, SurvivorsByBirthBlock_ManyBlocks_LabelsCountBackFromTheYoungest) {
+  const std::string html = RenderHtml(ReportWithSurvivors(std::vector<double>(40, 64)));
+  const std::string svg = SurvivorsSvg(html, "runtime.live_bytes");
+  ASSERT_FALSE(svg.empty());
+  EXPECT_EQ(CountOf(svg, "<rect class=\"bar"), 40u);
+  EXPECT_NE(svg.find(">block 40</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">block 39</text>"), std::string::npos);  // no room for every label
+  EXPECT_LT(CountOf(svg, ">64 B</text>"), 40u);
 }
 
 }  // namespace

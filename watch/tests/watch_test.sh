@@ -65,6 +65,35 @@ case $case_name in
     site=$(report_field "w['attribution'][0]['op'] if w['attribution'] else ''")
     [[ "$site" == watch_c_steps* ]] || fail "first call site '$site', want one in watch_c_steps"
     ;;
+  c_recur_twice)
+    # 1 KiB kept at steps 149 and 299 of 300: survivors from one aged block and none after it;
+    # nothing can confirm a second firing in a watched program, so it is not a PASS.
+    watch_expect 4 -- "$c_steps" recur 300
+    expect_verdict inconclusive host.heap_bytes
+    report_field "w['evidence']" | grep -q "run at least" || fail "evidence does not say how long to run"
+    ;;
+  c_masked_leak)
+    # 1 KiB kept every step and a 1 MiB start-up cache dropped at step 170 (inside a block).
+    watch_expect 1 -- "$c_steps" masked 600
+    expect_verdict unbounded-growth host.heap_bytes
+    report_field "w['evidence']" | grep -q "born in blocks 1-3" || fail "evidence does not name the census"
+    ;;
+  c_working_set)
+    # One random-size buffer (1..100 KB) held across each step: bounded, whatever the seed draws.
+    watch_expect 0 --blocks 8 -- "$c_steps" working-set 600
+    expect_verdict PASS host.heap_bytes
+    report_field "w['evidence']" | grep -q "back at its baseline" && fail "a watched PASS claims a baseline"
+    ;;
+  census_property)
+    # The CI variant of the census property suite (watch/tests/census_property.py; the long one is
+    # ci/census-property.sh): every class, 5 seeds, 3/5/8 blocks.
+    family=$(dirname "$c_steps")/watch_census_family
+    py_args=()
+    "$python" -c "" 2>/dev/null && py_args=(--python-family "$programs/py_census_family.py" --python "$python")
+    python3 "$programs/../census_property.py" --leakbound "$leakbound" --family "$family" \
+      "${py_args[@]}" --seeds "${LEAKBOUND_PROPERTY_SEEDS:-5}" --jobs 2 --out "$out" \
+      >"$out_root/$case_name.stdout" 2>&1 || { tail -30 "$out_root/$case_name.stdout" >&2; fail "a class is off target"; }
+    ;;
   c_clean)
     watch_expect 0 -- "$c_steps" clean 200
     expect_verdict PASS host.heap_bytes

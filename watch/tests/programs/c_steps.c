@@ -2,7 +2,9 @@
  * leakbound/watch/step.h after each iteration. Modes: leak (24 bytes kept per step), clean
  * (random sizes, all freed), crash (SIGSEGV after STEPS steps), hang (waits for a signal after
  * STEPS steps), fork (a child allocates and steps too: it must not be followed), nomark (no
- * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval). */
+ * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval), recur (1 KiB
+ * kept at steps 149 and 299 only), masked (1 KiB kept every step, a 1 MiB start-up cache dropped
+ * at step 170), working-set (one buffer of random size 1..100 KB held across each step). */
 #include <time.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,8 +35,23 @@ int main(int argc, char** argv) {
   const int steps = atoi(argv[2]);
   unsigned seed = 7;
   void** kept = calloc((size_t)steps + 1, sizeof(void*));
+  void* cache = strcmp(mode, "masked") == 0 ? malloc(1 << 20) : NULL;
+  void* held = NULL;
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
+    if (strcmp(mode, "recur") == 0 && (step == 149 || step == 299)) kept[step] = malloc(1024);
+    if (strcmp(mode, "masked") == 0) {
+      kept[step] = malloc(1024);
+      if (step == 170) {
+        free(cache);
+        cache = NULL;
+      }
+    }
+    if (strcmp(mode, "working-set") == 0) {
+      free(held);
+      held = malloc(1 + (size_t)(rand_r(&seed) % 100000));
+      memset(held, 1, 1);
+    }
     if (strcmp(mode, "leak") == 0 || strcmp(mode, "timer-leak") == 0) kept[step] = malloc(24);
     if (strncmp(mode, "timer-", 6) == 0) {
       struct timespec pause_time = {0, 2000000};
@@ -63,5 +80,7 @@ int main(int argc, char** argv) {
   }
   for (int step = 0; step < steps; ++step) free(kept[step]);
   free(kept);
+  free(cache);
+  free(held);
   return 0;
 }

@@ -1,6 +1,7 @@
 // Inline SVG line charts of counter series for the HTML report: human tick labels, warm-up
 // shaded, block boundaries dashed, the baseline dotted. Long series are downsampled with min/max
-// per bucket so that a one-step spike in 100,000 samples stays visible.
+// per bucket so that a one-step spike in 100,000 samples stays visible. Bar charts of a counter's
+// survivors by birth block (its census) share the axes and the style.
 #pragma once
 
 #include <cstddef>
@@ -53,5 +54,15 @@ struct ChartContext {
 // One self-contained <svg> element. Empty or all-"not measured" series render a small
 // placeholder that says so.
 std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& context);
+
+// One self-contained <svg> bar chart of a counter's census (CounterVerdict::survivor_bytes):
+// bar k is what was born in measured block k and is still live at the last block end, labelled
+// "block k+1" and with its value in `unit` (FormatInUnit: bytes for "bytes", counts otherwise).
+// The last bar, the youngest block (at most one block old, not aged), is drawn lighter with a
+// dashed outline and named in a legend line. Bars grow from zero; zero values draw flat bars and
+// non-finite ones none ("n/a"). Titled "<counter>: survivors by birth block (still live at the
+// last block end)". Many blocks: labels on every few bars, counted back from the youngest.
+std::string RenderSurvivorsSvg(const std::string& counter, const std::vector<double>& survivors,
+                               const std::string& unit, int width = 560, int height = 200);
 
 }  // namespace leakbound::reports
