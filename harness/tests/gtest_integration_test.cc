@@ -261,3 +261,68 @@ TEST(Runner, WorkloadFactoryThrowing_IsAnErrorResultNotAnEscape) {
 
 }  // namespace
 }  // namespace leakbound::harness
+
+namespace leakbound::harness {
+namespace {
+
+// One random-size runtime buffer held across each step (the previous one freed), through
+// session.resource(): bounded, at every seed and at 5 blocks of 32 steps (the schedule);
+// the same loop keeping 64 B a step on top is growth on runtime.live_bytes.
+reports::WorkloadResult RandomRuntimeBuffer(std::uint64_t seed, bool leaky, RunOptions options) {
+  std::unique_ptr<runtime::EagerSession> session;
+  std::unique_ptr<runtime::Buffer> held;
+  std::vector<runtime::Buffer> kept;
+  std::mt19937_64 rng(seed);
+  LambdaWorkload w;
+  w.setup = [&] {
+    session = std::make_unique<runtime::EagerSession>();
+    kept.reserve(4096);
+  };
+  w.step = [&](std::int64_t) {
+    const runtime::AllocationTag tag{session->id(), session->generation(), "user_buffer",
+                                     runtime::Role::kUser, runtime::ScopeKind::kNone};
+    held.reset();
+    held = std::make_unique<runtime::Buffer>(session->resource(), 1 + rng() % (256 * 1024), tag);
+    if (leaky) kept.emplace_back(session->resource(), 64, tag);
+  };
+  w.teardown = [&] {
+    held.reset();
+    kept.clear();
+    session.reset();
+  };
+  w.sessions = [&] { return std::vector<runtime::EagerSession*>{session.get()}; };
+  return RunLeakCheck(w, options);
+}
+
+TEST(CensusInProcess, RandomSizeRuntimeBufferHeldAcrossSteps_PassesAtEverySeed) {
+  for (const auto& [blocks, steps] : {std::pair{3, 16}, std::pair{5, 32}}) {
+    RunOptions options;
+    options.blocks = blocks;
+    options.steps_per_block = steps;
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+      const reports::WorkloadResult r = RandomRuntimeBuffer(seed, false, options);
+      EXPECT_EQ(r.verdict, reports::kPass) << "seed " << seed << ", " << blocks << " blocks: "
+                                           << r.evidence;
+    }
+  }
+}
+
+TEST(CensusInProcess, RandomSizeRuntimeBufferPlusAKeptOne_IsGrowthOnTheRuntime) {
+  RunOptions options;
+  options.blocks = 5;
+  options.steps_per_block = 32;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const reports::WorkloadResult r = RandomRuntimeBuffer(seed, true, options);
+    EXPECT_EQ(r.verdict, reports::kUnboundedGrowth) << r.evidence;
+    bool runtime_grew = false;
+    for (const reports::CounterVerdict& v : r.counters) {
+      if (v.counter == "runtime.live_bytes") {
+        runtime_grew = v.verdict == reports::kUnboundedGrowth && v.slope_per_step == 64;
+        EXPECT_TRUE(runtime_grew) << v.evidence;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace leakbound::harness
