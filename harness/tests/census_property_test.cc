@@ -94,5 +94,33 @@ TEST(CensusProperty, EveryClassMeetsItsTarget_InProcess) {
   if (const char* out = std::getenv("LEAKBOUND_PROPERTY_OUT")) std::ofstream(out) << table.str();
 }
 
+// The power curve (docs/verdicts.md, "Power"): detected fraction against leak rate and working-set
+// noise, at 3 blocks of 32 steps. Runs only when LEAKBOUND_POWER_OUT names a CSV to write
+// (ci/census-property.sh; watch/tests/census_power_svg.py draws it).
+TEST(CensusProperty, PowerCurve) {
+  const char* out = std::getenv("LEAKBOUND_POWER_OUT");
+  if (out == nullptr) GTEST_SKIP() << "set LEAKBOUND_POWER_OUT=FILE.csv to measure the power curve";
+  const int seeds = Seeds();
+  std::ofstream csv(out);
+  csv << "rate_bytes_per_step,noise_kib,seeds,detected\n";
+  for (int noise : {0, 16, 100, 256}) {
+    for (double rate : {0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0}) {
+      int detected = 0;
+      for (int seed = 1; seed <= seeds; ++seed) {
+        census_family* family = nullptr;
+        LambdaWorkload w;
+        w.setup = [&] { family = census_family_make_power(std::uint64_t(seed), 4 * 32, rate, noise); };
+        w.step = [&](std::int64_t step) { census_family_step(family, static_cast<int>(step)); };
+        w.teardown = [&] { census_family_free(family); };
+        RunOptions options;
+        options.blocks = 3;
+        options.steps_per_block = 32;
+        if (RunLeakCheck(w, options).verdict == reports::kUnboundedGrowth) ++detected;
+      }
+      csv << rate << "," << noise << "," << seeds << "," << detected << "\n";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace leakbound::harness

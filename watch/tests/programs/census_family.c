@@ -12,7 +12,8 @@
 enum {
   kWs, kWs4, kSawtooth, kLru, kLazy, kGrowbuf, /* bounded */
   kSteady, kPeriodic, kMaskedEarly, kMaskedLate, kLeakWs, kLeakThread, /* leaks */
-  kClassCount
+  kClassCount,
+  kPower /* census_family_make_power */
 };
 
 static const char *const kNames[] = {"ws",       "ws4",          "sawtooth",    "lru",
@@ -43,6 +44,8 @@ struct census_family {
   size_t leak_bytes; /* per firing */
   int leak_period;   /* steps between firings */
   int leak_phase;
+  double power_rate; /* kPower: bytes a step */
+  double power_owed;
   /* sawtooth */
   void **saw;
   int saw_count, saw_cap, saw_period;
@@ -333,6 +336,15 @@ void census_family_step(census_family *f, int step) {
       if (step % f->leak_period == f->leak_phase) Keep(f, f->leak_bytes);
       f->held = WorkingSet(r, f->held, f->ws_max);
       break;
+    case kPower:
+      f->power_owed += f->power_rate;
+      if (f->power_owed >= 1) {
+        const size_t bytes = (size_t)f->power_owed;
+        Keep(f, bytes);
+        f->power_owed -= (double)bytes;
+      }
+      if (f->ws_max > 0) f->held = WorkingSet(r, f->held, f->ws_max);
+      break;
     case kMaskedEarly:
     case kMaskedLate:
       Keep(f, f->leak_bytes);
@@ -342,6 +354,17 @@ void census_family_step(census_family *f, int step) {
       }
       break;
   }
+}
+
+census_family *census_family_make_power(uint64_t seed, int steps, double rate, int noise_kib) {
+  census_family *f = census_family_make("ws", seed, steps);
+  if (!f) return NULL;
+  f->cls = kPower;
+  f->power_rate = rate;
+  f->ws_max = noise_kib > 0 ? (size_t)noise_kib * 1024 : 0;
+  snprintf(f->description, sizeof f->description, "leaks %.3g B/step under a working set up to %d KiB",
+           rate, noise_kib);
+  return f;
 }
 
 const char *census_family_describe(const census_family *f) { return f->description; }

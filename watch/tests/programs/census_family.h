@@ -23,6 +23,10 @@ int census_family_leaks(const char *name);
 /* A program of class `name` for a run of `steps` steps, its parameters drawn from `seed`.
  * NULL for an unknown class (or no memory). */
 census_family *census_family_make(const char *name, uint64_t seed, int steps);
+/* The power-curve program: a leak of `rate` bytes a step (below 1: one byte every 1/rate steps)
+ * under a working set of one buffer of random size up to `noise_kib` KiB held across each step
+ * (0: none). */
+census_family *census_family_make_power(uint64_t seed, int steps, double rate, int noise_kib);
 /* One step (step = 0, 1, ..., steps - 1). */
 void census_family_step(census_family *f, int step);
 /* What the seed drew, for a report line ("rate 24 B/step, working set up to 100 KiB"). */
