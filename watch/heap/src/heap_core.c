@@ -31,14 +31,14 @@
  *
  * The census of survivors by birth (docs/heap.md, "Census"): the recorder (the Runner at block
  * ends, the watch preload at its census points) cuts time into cohorts. A record's key carries the
- * 16-bit epoch its block was born in (bits 48..63; user addresses stay below 2^47), so a census
+ * 16-bit stamp of its block's birth (bits 48..63; user addresses stay below 2^47), so a census
  * costs no byte of record. Every slot keeps, per cohort, the live bytes and blocks its thread
  * allocated minus those it freed (the owner's plain stores again), and a census sums the slots:
- * exact at a quiet point, O(slots x cohorts), no walk over the records. Cohort c is epoch base + c;
- * leakbound_heap_census_start() moves the base past every epoch used so far, and a block born
- * before the base goes to the "older" cohort when it is freed, so what the earlier cohorts hold
- * when the census starts stays put and is subtracted (g_census_origin). Cohorts past the last
- * (kCohorts - 2) share it. */
+ * exact at a quiet point, O(slots x cohorts), no walk over the records. The stamp is the census
+ * generation and the cohort; leakbound_heap_census_start() begins a new generation, and a block of
+ * an earlier one goes to the "older" cohort when it is freed, so what the cohorts hold when the
+ * census starts stays put and is subtracted (g_census_origin). Cohorts past the last
+ * (kCohorts - 2) share it. A block 256 censuses old is taken for one of the current census. */
 #define _GNU_SOURCE 1
 #include "heap_core.h"
 
@@ -108,8 +108,8 @@ static _Atomic int g_paused;
 static _Atomic int g_degraded;
 static ThreadCounters g_threads[kThreadSlots] = {{.owned = 1, .shared = 1}};
 static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at least once */
-/* The census clock: the current epoch in the low 16 bits, the census's first epoch (its base)
- * in the next 16. One word, so a hook reads both with one relaxed load. */
+/* The census clock: the current cohort in bits 0..7, the census generation in 8..15 (a record
+ * stores both as its birth stamp). One word, read with one relaxed load. */
 static _Atomic uint64_t g_census_clock;
 /* What each cohort's sums held when the census started (blocks of earlier censuses). */
 static leakbound_heap_cohort g_census_origin[kCohorts];
@@ -193,13 +193,11 @@ static inline ThreadCounters *CountingCounters(void) {
 }
 
 /* The shared slot 0 (used only past kThreadSlots - 1 live threads): locked adds, CAS peak. */
-/* The cohort of a block born in `epoch`, given the census clock. */
-static inline unsigned CohortOf(uint64_t clock, unsigned epoch) {
-  const unsigned base = (unsigned)(clock >> 16) & 0xffff;
-  const unsigned age = (epoch - base) & 0xffff;           /* epochs since the census began */
-  const unsigned now = ((unsigned)clock - base) & 0xffff; /* the current cohort, unsaturated */
-  if (age > now) return kOlderCohort;                     /* born before the census started */
-  return age < (unsigned)kOlderCohort - 1 ? age : (unsigned)kOlderCohort - 1;
+/* A record's birth stamp is the census clock's low 16 bits when it was allocated: the census
+ * generation (bits 8..15) and the cohort (bits 0..7). A block of an earlier census (another
+ * generation) is freed into the older cohort. */
+static inline unsigned CohortOf(uint64_t clock, unsigned stamp) {
+  return ((stamp ^ (unsigned)clock) & 0xff00) ? (unsigned)kOlderCohort : (stamp & 0xff);
 }
 
 static inline unsigned CurrentEpoch(uint64_t clock) { return (unsigned)clock & 0xffff; }
@@ -320,23 +318,27 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t meta, uns
 
 /* ---- the hooks -------------------------------------------------------------------------- */
 
-int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
+/* The allocation path of both entry points: the census clock is read once; the current cohort
+ * is precomputed in it (bits 32..39), so an allocation does no arithmetic for its cohort. */
+static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
   ThreadCounters *c = CountingCounters();
   if (LB_UNLIKELY(c == NULL)) return 0;
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-  const unsigned epoch = CurrentEpoch(clock);
   uint64_t meta = size | ((uint64_t)(site <= kSiteMax ? site : 0) << kSizeBits);
-  if (LB_UNLIKELY(size > kSizeMask || !RecordPut(c, (uintptr_t)block, meta, epoch, clock))) {
+  if (LB_UNLIKELY(size > kSizeMask ||
+                  !RecordPut(c, (uintptr_t)block, meta, CurrentEpoch(clock), clock))) {
     CountUntracked(c);
     return 0;
   }
-  CountAllocated(c, size, CohortOf(clock, epoch));
+  CountAllocated(c, size, (unsigned)clock & 0xff);
   return 1;
 }
 
-void LeakboundHeapOnAlloc(const void *block, uint64_t size) {
-  (void)LeakboundHeapOnAllocAt(block, size, 0);
+int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
+  return OnAlloc(block, size, site);
 }
+
+void LeakboundHeapOnAlloc(const void *block, uint64_t size) { (void)OnAlloc(block, size, 0); }
 
 static inline void CountTakenFreed(ThreadCounters *c, uint64_t size, unsigned epoch) {
   CountFreed(c, size,
@@ -471,27 +473,21 @@ static void SumCohorts(leakbound_heap_cohort *out) {
 
 void leakbound_heap_census_start(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
-  const unsigned next = (CurrentEpoch(clock) + 1) & 0xffff;
-  /* The origin first: a block born before the new base is freed into the older cohort from the
+  /* The origin first: a block of the old generation is freed into the older cohort from the
    * moment the clock moves, so what the cohorts hold now stays in them. */
   SumCohorts(g_census_origin);
-  atomic_store(&g_census_clock, (uint64_t)next | ((uint64_t)next << 16));
+  atomic_store(&g_census_clock, (uint64_t)((((unsigned)clock >> 8) + 1) & 0xff) << 8);
 }
 
 int leakbound_heap_next_cohort(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
-  const unsigned base = (unsigned)(clock >> 16) & 0xffff;
-  const unsigned now = (CurrentEpoch(clock) - base) & 0xffff;
-  /* Saturate one short of wrapping into epochs that are older than the census. */
-  if (now + 1 >= 0xffff) return LEAKBOUND_HEAP_COHORTS - 1;
-  atomic_store(&g_census_clock, (clock & ~(uint64_t)0xffff) | ((CurrentEpoch(clock) + 1) & 0xffff));
-  return now + 1 < (unsigned)kOlderCohort - 1 ? (int)now + 1 : kOlderCohort - 1;
+  const unsigned cohort = (unsigned)clock & 0xff;
+  if (cohort + 1 >= (unsigned)kOlderCohort) return (int)cohort; /* the last takes what follows */
+  atomic_store(&g_census_clock, (clock & ~(uint64_t)0xff) | (cohort + 1));
+  return (int)cohort + 1;
 }
 
-int leakbound_heap_cohort_now(void) {
-  const uint64_t clock = atomic_load(&g_census_clock);
-  return (int)CohortOf(clock, CurrentEpoch(clock));
-}
+int leakbound_heap_cohort_now(void) { return (int)(atomic_load(&g_census_clock) & 0xff); }
 
 int leakbound_heap_census(leakbound_heap_cohort *out, int capacity) {
   leakbound_heap_cohort sums[kCohorts];
