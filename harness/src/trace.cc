@@ -198,7 +198,8 @@ Trace TraceFromJson(const Reader& in, int schema_version) {
   t.warmup_steps = in.Int("warmup_steps", 0, 100000000);
   t.warmup_detected = in.Bool("warmup_detected");
   t.blocks = in.Int("blocks", 0, 100000);
-  t.steps_per_block = in.Int("steps_per_block", 1, 100000);
+  // A recording that ended before its first block (an inconclusive watch) has no block length.
+  t.steps_per_block = in.Int("steps_per_block", t.blocks == 0 ? 0 : 1, 100000);
   t.confirmation_blocks = in.Int("confirmation_blocks", 0, std::max(0, t.blocks - 2));
   t.error = in.String("error");
   t.ended_early = in.String("ended_early");

@@ -388,3 +388,26 @@ TEST(Judge, CensusPass_TopLineDoesNotClaimFlatOrBaseline) {
 
 }  // namespace
 }  // namespace leakbound::harness
+
+namespace leakbound::harness {
+namespace {
+
+TEST(TraceFile, InconclusiveWatchTrace_IsReadBackAndJudgedAgain) {
+  // What `watch` writes when too few steps arrived: no blocks, no block length, the reason.
+  Trace t = CensusTrace({0, 0, 0, 0});
+  t.census.clear();
+  t.warmup_steps = kTotal;
+  t.blocks = 0;
+  t.steps_per_block = 0;
+  t.ended_early = "only 36 steps arrived; judging needs at least 40";
+  TraceFile file;
+  file.traces.push_back(t);
+  const TraceFile back = TraceFileFromJson(TraceFileToJson(file), "inconclusive.json");
+  EXPECT_EQ(back, file);
+  const reports::WorkloadResult r = JudgeTraceFile(back).workloads[0];
+  EXPECT_EQ(r.verdict, reports::kInconclusive);
+  EXPECT_TRUE(Contains(r.evidence, "only 36 steps arrived")) << r.evidence;
+}
+
+}  // namespace
+}  // namespace leakbound::harness
