@@ -266,8 +266,14 @@ bool Drain(int fd, WatchRecording &recording, bool block) {
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
     for (int i = 0; i < got; ++i) {
-      // A zero-length message is the end of the stream (every writer closed).
-      if (headers[i].msg_len == 0) return false;
+      // A zero-length message is the end of the stream only once every writer has closed;
+      // before that it is a program writing an empty message on the descriptor: skipped.
+      if (headers[i].msg_len == 0) {
+        pollfd hangup{fd, POLLIN, 0};
+        if (::poll(&hangup, 1, 0) < 0 || (hangup.revents & POLLHUP)) return false;
+        ++recording.malformed_records;
+        continue;
+      }
       if (headers[i].msg_hdr.msg_flags & MSG_TRUNC) {
         ++recording.malformed_records;
         continue;

@@ -84,6 +84,13 @@ case $case_name in
     expect_verdict PASS host.heap_bytes
     report_field "w['evidence']" | grep -q "back at its baseline" && fail "a watched PASS claims a baseline"
     ;;
+  c_empty_message)
+    # An empty message on the channel is not the end of the stream: every step still arrives.
+    watch_expect 0 -- "$c_steps" empty-message 200
+    expect_verdict PASS host.heap_bytes
+    steps=$(python3 -c "import json; print(len(json.load(open('$out/trace.json'))['traces'][0]['counters'][0]['values']))")
+    [ "$steps" = 200 ] || fail "$steps steps arrived, want 200"
+    ;;
   census_property)
     # The CI variant of the census property suite (watch/tests/census_property.py; the long one is
     # ci/census-property.sh): every class, 5 seeds, 3/5/8 blocks.

@@ -4,12 +4,14 @@
  * STEPS steps), fork (a child allocates and steps too: it must not be followed), nomark (no
  * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval), recur (1 KiB
  * kept at steps 149 and 299 only), masked (1 KiB kept every step, a 1 MiB start-up cache dropped
- * at step 170), working-set (one buffer of random size 1..100 KB held across each step). */
+ * at step 170), working-set (one buffer of random size 1..100 KB held across each step),
+ * empty-message (clean, and an empty message written on watch's descriptor first). */
 #include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
   void** kept = calloc((size_t)steps + 1, sizeof(void*));
   void* cache = strcmp(mode, "masked") == 0 ? malloc(1 << 20) : NULL;
   void* held = NULL;
+  const char* channel = getenv("LEAKBOUND_WATCH_FD");
+  if (strcmp(mode, "empty-message") == 0 && channel) send(atoi(channel), "", 0, MSG_NOSIGNAL);
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
     if (strcmp(mode, "recur") == 0 && (step == 149 || step == 299)) kept[step] = malloc(1024);
