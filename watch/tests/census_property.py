@@ -17,17 +17,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 
 def run_one(args, command, blocks):
     with tempfile.TemporaryDirectory(prefix="lb-census-") as out:
-        proc = subprocess.run(
-            [args.leakbound, "watch", "--blocks", str(blocks), "--out", out, "--"] + command,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+        log = os.path.join(out, "watch.log")
+        with open(log, "w") as err:
+            try:
+                proc = subprocess.run(
+                    [args.leakbound, "watch", "--blocks", str(blocks), "--out", out, "--"] + command,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, timeout=600)
+                code = proc.returncode
+            except subprocess.TimeoutExpired:
+                return "error", "timed out after 600 s: " + " ".join(command)
         path = os.path.join(out, "report.json")
         if not os.path.exists(path):
-            return "error", "exit %d, no report: %s" % (proc.returncode, proc.stderr.strip()[-300:])
+            return "error", "exit %d, no report: %s" % (code, open(log).read().strip()[-300:])
         w = json.load(open(path))["workloads"][0]
         return w["verdict"], w["evidence"]
 
@@ -65,7 +71,7 @@ def main():
     results = {}
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(run_one, args, j[4], j[2]): j for j in jobs}
-        for i, future in enumerate(futures):
+        for i, future in enumerate(as_completed(futures)):
             name, leaks, blocks, seed, _ = futures[future]
             results[(name, blocks, seed)] = future.result()
             if (i + 1) % 100 == 0:

@@ -32,9 +32,11 @@
  * The census of survivors by birth (docs/heap.md, "Census"): the recorder (the Runner at block
  * ends, the watch preload at its census points) cuts time into cohorts. A record's key carries the
  * 16-bit stamp of its block's birth (bits 48..63; user addresses stay below 2^47), so a census
- * costs no byte of record. Every slot keeps, per cohort, the live bytes and blocks its thread
- * allocated minus those it freed (the owner's plain stores again), and a census sums the slots:
- * exact at a quiet point, O(slots x cohorts), no walk over the records. The stamp is the census
+ * costs no byte of record. What a cohort allocated is the rise of the counters above over its
+ * stretch (read when it begins); every slot keeps, per cohort, the bytes and blocks born in it
+ * that its thread freed (the owner's plain stores again). A census is the difference, summed
+ * over the slots: exact at a quiet point, O(slots x cohorts), no walk over the records, and no
+ * per-cohort work on the allocation path. The stamp is the census
  * generation and the cohort; leakbound_heap_census_start() begins a new generation, and a block of
  * an earlier one goes to the "older" cohort when it is freed, so what the cohorts hold when the
  * census starts stays put and is subtracted (g_census_origin). Cohorts past the last
@@ -90,9 +92,11 @@ typedef struct ThreadCounters {
   _Atomic int64_t frees;       /* frees of counted blocks made on this slot */
   _Atomic int64_t total_bytes;
   _Atomic int64_t untracked_allocations;
-  /* Per cohort: bytes and blocks born in it that this slot allocated, minus those it freed. */
-  _Atomic int64_t cohort_bytes[kCohorts];
-  _Atomic int64_t cohort_blocks[kCohorts];
+  /* Per cohort: bytes and blocks born in it that this slot freed. What a cohort allocated is
+   * the rise of the slots' total_bytes / allocations over its stretch (g_cohort_start), so an
+   * allocation does no per-cohort work. */
+  _Atomic int64_t freed_bytes[kCohorts];
+  _Atomic int64_t freed_blocks[kCohorts];
 } __attribute__((aligned(64))) ThreadCounters;
 
 /* One TLS block, so a hook computes the thread pointer offset once. counting is the slot while this
@@ -112,7 +116,9 @@ static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at l
  * stores both as its birth stamp). One word, read with one relaxed load. */
 static _Atomic uint64_t g_census_clock;
 /* What each cohort's sums held when the census started (blocks of earlier censuses). */
-static leakbound_heap_cohort g_census_origin[kCohorts];
+static leakbound_heap_cohort g_census_origin[kCohorts]; /* freed sums at the census's start */
+/* The slots' summed total_bytes / allocations when each cohort of the census began. */
+static leakbound_heap_cohort g_cohort_start[kCohorts];
 static pthread_key_t g_release_key;
 static _Atomic int g_release_key_ready;
 static const char *g_mode = "none";
@@ -202,10 +208,7 @@ static inline unsigned CohortOf(uint64_t clock, unsigned stamp) {
 
 static inline unsigned CurrentEpoch(uint64_t clock) { return (unsigned)clock & 0xffff; }
 
-static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size,
-                                                           unsigned cohort) {
-  atomic_fetch_add_explicit(&c->cohort_bytes[cohort], (int64_t)size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&c->cohort_blocks[cohort], 1, memory_order_relaxed);
+static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size) {
   int64_t live = atomic_fetch_add_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed) +
                  (int64_t)size;
   int64_t peak = Load(&c->peak_bytes);
@@ -219,21 +222,19 @@ static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, ui
 
 static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64_t size,
                                                        unsigned cohort) {
-  atomic_fetch_sub_explicit(&c->cohort_bytes[cohort], (int64_t)size, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&c->cohort_blocks[cohort], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->freed_bytes[cohort], (int64_t)size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->freed_blocks[cohort], 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed);
   atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
 }
 
 /* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
  * larger value, so it never undoes a reset except with a value live at the reset itself. */
-static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned cohort) {
+static inline void CountAllocated(ThreadCounters *c, uint64_t size) {
   if (LB_UNLIKELY(c->shared)) {
-    CountSharedAllocated(c, size, cohort);
+    CountSharedAllocated(c, size);
     return;
   }
-  Bump(&c->cohort_bytes[cohort], (int64_t)size);
-  Bump(&c->cohort_blocks[cohort], 1);
   int64_t live = Load(&c->live_bytes) + (int64_t)size;
   atomic_store_explicit(&c->live_bytes, live, memory_order_relaxed);
   if (live > Load(&c->peak_bytes))
@@ -247,8 +248,8 @@ static inline void CountFreed(ThreadCounters *c, uint64_t size, unsigned cohort)
     CountSharedFreed(c, size, cohort);
     return;
   }
-  Bump(&c->cohort_bytes[cohort], -(int64_t)size);
-  Bump(&c->cohort_blocks[cohort], -1);
+  Bump(&c->freed_bytes[cohort], (int64_t)size);
+  Bump(&c->freed_blocks[cohort], 1);
   Bump(&c->live_bytes, -(int64_t)size);
   Bump(&c->frees, 1);
 }
@@ -318,9 +319,9 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t meta, uns
 
 /* ---- the hooks -------------------------------------------------------------------------- */
 
-/* The allocation path of both entry points: the census clock is read once; the current cohort
- * is precomputed in it (bits 32..39), so an allocation does no arithmetic for its cohort. */
-static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
+/* The allocation path in general: slots to claim, tables to map, the shared slot, untracked
+ * blocks. Out of line, so that the common path below calls nothing and saves no register. */
+static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t size, uint32_t site) {
   ThreadCounters *c = CountingCounters();
   if (LB_UNLIKELY(c == NULL)) return 0;
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
@@ -330,8 +331,34 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
     CountUntracked(c);
     return 0;
   }
-  CountAllocated(c, size, (unsigned)clock & 0xff);
+  CountAllocated(c, size);
   return 1;
+}
+
+/* The common path: a counting thread with its own slot, a mapped region, an empty record. The
+ * census clock is read once and its low 16 bits are the block's birth stamp. */
+static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
+  ThreadCounters *c = t_state.counting;
+  const uintptr_t key = (uintptr_t)block;
+  const size_t region = RegionOf(key);
+  if (LB_LIKELY(c != NULL && !c->shared && size <= kSizeMask && site <= kSiteMax &&
+                region < kRegions &&
+                !atomic_load_explicit(&g_paused, memory_order_relaxed))) {
+    Record *records = atomic_load_explicit(&g_regions[region], memory_order_acquire);
+    if (LB_LIKELY(records != NULL)) {
+      Record *record = RecordIn(records, key);
+      if (LB_LIKELY(atomic_load_explicit(&record->key, memory_order_relaxed) == kEmpty)) {
+        const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+        atomic_store_explicit(&record->meta, size | ((uint64_t)site << kSizeBits),
+                              memory_order_relaxed);
+        atomic_store_explicit(&record->key, key | ((uintptr_t)CurrentEpoch(clock) << kEpochShift),
+                              memory_order_relaxed);
+        CountAllocated(c, size);
+        return 1;
+      }
+    }
+  }
+  return OnAllocSlow(block, size, site);
 }
 
 int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
@@ -345,11 +372,20 @@ static inline void CountTakenFreed(ThreadCounters *c, uint64_t size, unsigned ep
              CohortOf(atomic_load_explicit(&g_census_clock, memory_order_relaxed), epoch));
 }
 
+static __attribute__((noinline)) void OnFreeSlow(uint64_t size, unsigned epoch) {
+  CountTakenFreed(Counters(), size, epoch);
+}
+
 void LeakboundHeapOnFree(const void *block) {
   uint64_t meta;
   unsigned epoch;
   if (RecordTake((uintptr_t)block, &meta, &epoch)) {
-    CountTakenFreed(Counters(), meta & kSizeMask, epoch);
+    ThreadCounters *c = t_state.counters;
+    if (LB_UNLIKELY(c == NULL || c->shared)) {
+      OnFreeSlow(meta & kSizeMask, epoch); /* a thread's first free, or the shared slot */
+      return;
+    }
+    CountTakenFreed(c, meta & kSizeMask, epoch);
   }
 }
 
@@ -460,23 +496,35 @@ int leakbound_heap_counting(void) { return !atomic_load(&g_paused); }
 
 /* ---- the census (leakbound/watch/heap.h) ------------------------------------------------ */
 
-static void SumCohorts(leakbound_heap_cohort *out) {
+static void SumFreed(leakbound_heap_cohort *out) {
   memset(out, 0, sizeof(leakbound_heap_cohort) * kCohorts);
   int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
   for (int i = 0; i < used; ++i) {
     for (int k = 0; k < kCohorts; ++k) {
-      out[k].bytes += Load(&g_threads[i].cohort_bytes[k]);
-      out[k].blocks += Load(&g_threads[i].cohort_blocks[k]);
+      out[k].bytes += Load(&g_threads[i].freed_bytes[k]);
+      out[k].blocks += Load(&g_threads[i].freed_blocks[k]);
     }
   }
 }
 
+/* Bytes and blocks ever allocated (counted), summed over the slots. */
+static leakbound_heap_cohort SumAllocated(void) {
+  leakbound_heap_cohort total = {0, 0};
+  int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
+  for (int i = 0; i < used; ++i) {
+    total.bytes += Load(&g_threads[i].total_bytes);
+    total.blocks += Load(&g_threads[i].allocations);
+  }
+  return total;
+}
+
 void leakbound_heap_census_start(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
-  /* The origin first: a block of the old generation is freed into the older cohort from the
-   * moment the clock moves, so what the cohorts hold now stays in them. */
-  SumCohorts(g_census_origin);
+  /* A block of the old generation is freed into the older cohort from the moment the clock
+   * moves; the freed sums of the cohorts so far are the new census's origin. */
+  SumFreed(g_census_origin);
   atomic_store(&g_census_clock, (uint64_t)((((unsigned)clock >> 8) + 1) & 0xff) << 8);
+  g_cohort_start[0] = SumAllocated();
 }
 
 int leakbound_heap_next_cohort(void) {
@@ -484,18 +532,22 @@ int leakbound_heap_next_cohort(void) {
   const unsigned cohort = (unsigned)clock & 0xff;
   if (cohort + 1 >= (unsigned)kOlderCohort) return (int)cohort; /* the last takes what follows */
   atomic_store(&g_census_clock, (clock & ~(uint64_t)0xff) | (cohort + 1));
+  g_cohort_start[cohort + 1] = SumAllocated();
   return (int)cohort + 1;
 }
 
 int leakbound_heap_cohort_now(void) { return (int)(atomic_load(&g_census_clock) & 0xff); }
 
 int leakbound_heap_census(leakbound_heap_cohort *out, int capacity) {
-  leakbound_heap_cohort sums[kCohorts];
-  SumCohorts(sums);
+  leakbound_heap_cohort freed[kCohorts];
+  SumFreed(freed);
+  const leakbound_heap_cohort now = SumAllocated();
   const int count = leakbound_heap_cohort_now() + 1;
   for (int k = 0; k < count && k < capacity; ++k) {
-    out[k].bytes = sums[k].bytes - g_census_origin[k].bytes;
-    out[k].blocks = sums[k].blocks - g_census_origin[k].blocks;
+    const leakbound_heap_cohort end = k + 1 < count ? g_cohort_start[k + 1] : now;
+    out[k].bytes = (end.bytes - g_cohort_start[k].bytes) - (freed[k].bytes - g_census_origin[k].bytes);
+    out[k].blocks =
+        (end.blocks - g_cohort_start[k].blocks) - (freed[k].blocks - g_census_origin[k].blocks);
     if (out[k].bytes < 0) out[k].bytes = 0; /* a quiet point was not quiet */
     if (out[k].blocks < 0) out[k].blocks = 0;
   }
