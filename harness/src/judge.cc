@@ -11,6 +11,7 @@
 
 #include "leakbound/harness/cupti/classify.h"
 #include "leakbound/harness/cupti/observer.h"
+#include "leakbound/reports/format.h"
 
 namespace leakbound::harness {
 namespace {
@@ -363,6 +364,23 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
         if (snap.step == last_end) final_census = &snap;
         if (snap.step == last_end - schedule.steps_per_block) previous_census = &snap;
       }
+      std::string uncovered;  // a census that does not account for the counter is not used
+      if (final_census != nullptr && source == "runtime.live_bytes") {
+        if (const TraceCounter* bytes_counter = trace.Find(source)) {
+          double held = 0;
+          for (const CensusCohort& k : final_census->cohorts) held += static_cast<double>(k.bytes);
+          const double live =
+              bytes_counter->values[static_cast<std::size_t>(final_census->step)] -
+              bytes_counter->baseline;
+          if (held != live) {
+            uncovered = "; no census: the tracked sessions hold " + reports::FormatBytes(held) +
+                        " of the " + reports::FormatBytes(live) + " " + source +
+                        " counts (untracked or unlisted sessions), so growth is judged on block "
+                        "ranges";
+            final_census = nullptr;
+          }
+        }
+      }
       if (final_census != nullptr) {
         const auto previous = previous_census
                                   ? std::span<const CensusCohort>(previous_census->cohorts)
@@ -377,11 +395,12 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
           const auto grows = [](CensusOutcome o) {
             return o == CensusOutcome::kGrowth || o == CensusOutcome::kRecurring;
           };
-          if (grows(judge.census->outcome) && !grows(bytes.outcome)) {
-            judge.census->outcome = CensusOutcome::kBounded;
+          if (!grows(bytes.outcome) && judge.census->outcome != bytes.outcome) {
+            // The bytes decide: stray old blocks too small to count in bytes do not make a
+            // count grow, settle or look one-time.
+            judge.census->outcome = bytes.outcome;
             judge.census->rate_per_step = 0;
-            judge.census->sentence += "; not growth: the bytes census of " + source +
-                                      " finds none (" + bytes.sentence + ")";
+            judge.census->sentence += "; judged as its bytes: " + bytes.sentence;
           }
         }
       }
@@ -389,7 +408,11 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
       reports::CounterVerdict v =
           JudgeCounter(info, std::span<const double>(c.values).first(static_cast<std::size_t>(total)),
                        schedule, c.baseline, c.final_value, judge);
-      if (judge.census) v.survivor_bytes = judge.census->survivor_bytes;
+      // 6: a census that could not decide (too few blocks) decides nothing, and says so only.
+      if (judge.census && judge.census->outcome != CensusOutcome::kTooFewBlocks) {
+        v.survivor_bytes = judge.census->survivor_bytes;
+      }
+      if (!uncovered.empty() && info.judged) v.evidence += uncovered;
       if (!judge.census && c.exact && info.judged && trace.schema_version < 2 &&
           (c.name == "host.heap_bytes" || c.name == "runtime.live_bytes")) {
         v.evidence += " (a schema-1 trace has no census: growth judged on block ranges)";

@@ -105,6 +105,9 @@ class CensusBook {
   // adaptor's allocation sequence (not by tape generation, which a tape that is never reset
   // keeps forever).
   void NextCohort(workloads::Workload& workload, int first_step) {
+    // Past the heap's last cohort its survivors could no longer be dated by block: the host
+    // census stops (that counter is then judged on block ranges).
+    if (born_.size() + 1 >= LEAKBOUND_HEAP_COHORTS) heap_ = false;
     if (heap_) leakbound_heap_next_cohort();
     born_.push_back(first_step);
     for (runtime::EagerSession* s : workload.Sessions()) {

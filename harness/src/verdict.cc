@@ -468,7 +468,11 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
     j.sentence += decay_text;
     return j;
   }
-  bool thinning = to_the_end && with.size() >= 2;
+  // Survivors up to the newest aged block, growing with newness past 4x, older blocks empty: the
+  // same thinning as above (a slow turnover); anything else is left to confirmation.
+  bool thinning = to_the_end && with.size() >= 2 &&
+                  aged_bytes[static_cast<std::size_t>(with.front())] * kCensusSettlingRatio <
+                      aged_bytes[static_cast<std::size_t>(with.back())];
   for (std::size_t i = 1; i < with.size(); ++i) {
     if (aged_bytes[static_cast<std::size_t>(with[i])] <
         aged_bytes[static_cast<std::size_t>(with[i - 1])])
@@ -575,7 +579,6 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
   // to the byte).
   std::vector<std::pair<reports::VerdictClass, std::string>> findings;
   if (trend.grew) findings.emplace_back(reports::kUnboundedGrowth, trend.sentence);
-  if (unsettled && info.judged) findings.emplace_back(reports::kInconclusive, trend.sentence);
   const double residue = final_value - baseline;
   if (info.exact && residue != 0 && options.judge_return_to_baseline) {
     findings.emplace_back(reports::kNotReturnedToBaseline,
@@ -593,6 +596,8 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
                               " over the budget of " +
                               FormatAmount(*options.peak_budget, info.unit));
   }
+  // A census that cannot decide yet ranks below every definite finding.
+  if (unsettled && info.judged) findings.emplace_back(reports::kInconclusive, trend.sentence);
 
   if (!info.judged) {
     verdict.verdict = reports::kPass;

@@ -104,6 +104,16 @@ TEST(CensusRule, NewestAgedBlockOnly_IsBoundedOnlyWhenOlderBlocksAreBeingFreed) 
             CensusOutcome::kOneTime);  // block 1 kept what it had: an unexplained event
 }
 
+TEST(CensusRule, SurvivorsUpToTheNewestAfterEmptyBlocks_ThinningOnlyPastFourTimes) {
+  // Empty first aged block, then survivors growing to the newest: thinning (bounded) only when
+  // the oldest of them holds less than a quarter of the newest; alike within 2x is recurring;
+  // in between, one-time (left to confirmation).
+  const Schedule four{100, 4, 100};
+  EXPECT_EQ(Outcome(four, {0, 64, 512, 0}), CensusOutcome::kThinning);
+  EXPECT_EQ(Outcome(four, {0, 200, 512, 0}), CensusOutcome::kOneTime);  // 2.56x: neither
+  EXPECT_EQ(Outcome(four, {0, 300, 512, 0}), CensusOutcome::kRecurring);  // within 2x, to the end
+}
+
 TEST(CensusRule, OneTime_SurvivorsFromOneOlderBlockOnly) {
   EXPECT_EQ(Outcome(kFive, {0, 8 << 20, 0, 0, 0}), CensusOutcome::kOneTime);
   EXPECT_EQ(Outcome(kFive, {8 << 20, 4096, 0, 0, 0}), CensusOutcome::kOneTime);  // not to the end
@@ -161,6 +171,15 @@ TEST(CensusRule, JudgeCounter_OneTime_IsInconclusiveOnlyWhereNothingCanConfirmIt
   const std::vector<double> flat(400, 1000.0);
   EXPECT_EQ(WithCensus({4096, 0, 0}, false, flat).verdict, reports::kInconclusive);
   EXPECT_EQ(WithCensus({4096, 0, 0}, true, flat).verdict, reports::kPass);
+}
+
+TEST(CensusRule, JudgeCounter_SettlingWithATeardownResidue_IsTheResidue) {
+  const std::vector<double> flat(600, 1000.0);
+  JudgeOptions o;
+  o.census = JudgeCensus("host.heap_bytes", PerBlock(kFive, {4000, 2000, 1000, 500, 0}), 599, kFive);
+  const reports::CounterVerdict v =
+      JudgeCounter({"host.heap_bytes", "bytes", true, true, false, ""}, flat, kFive, 1000, 1500, o);
+  EXPECT_EQ(v.verdict, reports::kNotReturnedToBaseline) << v.evidence;
 }
 
 TEST(CensusRule, JudgeCounter_Settling_IsInconclusiveAndSaysHowLongToRun) {

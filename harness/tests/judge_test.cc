@@ -411,3 +411,49 @@ TEST(TraceFile, InconclusiveWatchTrace_IsReadBackAndJudgedAgain) {
 
 }  // namespace
 }  // namespace leakbound::harness
+
+namespace leakbound::harness {
+namespace {
+
+TEST(Judge, CountCounter_FollowsItsBytesCensus_StrayBlocksDoNotMakeItOneTime) {
+  // One 2-byte block left in block 1: below the bytes floor (0.5 B/step x 8 steps = 4 B), so the
+  // bytes census says bounded; the count census alone (floor: one block) would say one-time.
+  Trace t = CensusTrace({2, 0, 0, 0});
+  t.counters.push_back(Counter("host.heap_allocations", "host", Flat(100)));
+  const reports::WorkloadResult r = Judge(t, {});
+  EXPECT_EQ(Find(r, "host.heap_bytes")->verdict, reports::kPass);
+  EXPECT_EQ(Find(r, "host.heap_allocations")->verdict, reports::kPass)
+      << Find(r, "host.heap_allocations")->evidence;
+  EXPECT_EQ(r.verdict, reports::kPass) << r.evidence;
+}
+
+TEST(Judge, RuntimeCensusNotAccountingForTheCounter_IsNotUsed) {
+  Trace t = CensusTrace({64, 64, 64, 64});
+  t.subject.kind = "clean";
+  t.counters[0].name = "runtime.live_bytes";
+  t.counters[0].probe = "runtime";
+  t.probes = {{"runtime", "active"}};
+  for (CensusSnapshot& s : t.census) s.counter = "runtime.live_bytes";
+  // The census holds 4 KiB + 256 B where the counter rose 0 B above its baseline: sessions the
+  // census cannot see hold the rest (here: less), so the census is not used.
+  t.counters[0].values.back() += 1;
+  t.counters[0].final_value = t.counters[0].values.front();
+  const reports::WorkloadResult r = Judge(t, {});
+  const reports::CounterVerdict* v = Find(r, "runtime.live_bytes");
+  EXPECT_TRUE(v->survivor_bytes.empty());
+  EXPECT_TRUE(Contains(v->evidence, "the tracked sessions hold")) << v->evidence;
+}
+
+TEST(Judge, TwoBlocks_CensusDecidesNothingAndTheSummaryDoesNotClaimIt) {
+  Trace t = CensusTrace({0, 0, 0, 0});
+  t.blocks = 2;
+  t.warmup_steps = kTotal - 2 * kSteps;
+  t.census.clear();
+  t.census.push_back({"host.heap_bytes", kTotal - 1, {{-1, 0, 0}}});
+  const reports::WorkloadResult r = Judge(t, {});
+  EXPECT_TRUE(Find(r, "host.heap_bytes")->survivor_bytes.empty());
+  EXPECT_FALSE(Contains(r.evidence, "census of survivors")) << r.evidence;
+}
+
+}  // namespace
+}  // namespace leakbound::harness

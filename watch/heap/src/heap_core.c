@@ -521,9 +521,9 @@ static leakbound_heap_cohort SumAllocated(void) {
 void leakbound_heap_census_start(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
   /* A block of the old generation is freed into the older cohort from the moment the clock
-   * moves; the freed sums of the cohorts so far are the new census's origin. */
-  SumFreed(g_census_origin);
+   * moves (so first), and the freed sums of the cohorts then are the new census's origin. */
   atomic_store(&g_census_clock, (uint64_t)((((unsigned)clock >> 8) + 1) & 0xff) << 8);
+  SumFreed(g_census_origin);
   g_cohort_start[0] = SumAllocated();
 }
 
