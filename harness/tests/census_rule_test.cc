@@ -173,21 +173,22 @@ TEST(CensusRule, JudgeCounter_OneTime_IsInconclusiveOnlyWhereNothingCanConfirmIt
   EXPECT_EQ(WithCensus({4096, 0, 0}, true, flat).verdict, reports::kPass);
 }
 
-TEST(CensusRule, JudgeCounter_SettlingWithATeardownResidue_IsTheResidue) {
+// A settling census (4000, 2000, 1000, 500 B) on a flat 5-block run, ending at `final_value`.
+reports::CounterVerdict Settling(double final_value) {
   const std::vector<double> flat(600, 1000.0);
   JudgeOptions o;
   o.census = JudgeCensus("host.heap_bytes", PerBlock(kFive, {4000, 2000, 1000, 500, 0}), 599, kFive);
-  const reports::CounterVerdict v =
-      JudgeCounter({"host.heap_bytes", "bytes", true, true, false, ""}, flat, kFive, 1000, 1500, o);
+  return JudgeCounter({"host.heap_bytes", "bytes", true, true, false, ""}, flat, kFive, 1000,
+                      final_value, o);
+}
+
+TEST(CensusRule, JudgeCounter_SettlingWithATeardownResidue_IsTheResidue) {
+  const reports::CounterVerdict v = Settling(1500);
   EXPECT_EQ(v.verdict, reports::kNotReturnedToBaseline) << v.evidence;
 }
 
 TEST(CensusRule, JudgeCounter_Settling_IsInconclusiveAndSaysHowLongToRun) {
-  const std::vector<double> flat(600, 1000.0);
-  JudgeOptions o;
-  o.census = JudgeCensus("host.heap_bytes", PerBlock(kFive, {4000, 2000, 1000, 500, 0}), 599, kFive);
-  const reports::CounterVerdict v =
-      JudgeCounter({"host.heap_bytes", "bytes", true, true, false, ""}, flat, kFive, 1000, 1000, o);
+  const reports::CounterVerdict v = Settling(1000);
   EXPECT_EQ(v.verdict, reports::kInconclusive);
   EXPECT_NE(v.evidence.find("run longer than 1200 steps"), std::string::npos) << v.evidence;
 }
