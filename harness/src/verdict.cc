@@ -559,10 +559,23 @@ CounterVerdict JudgeCounter(const CounterInfo& info, std::span<const double> val
     trend.grew = grew;
     trend.one_time = census.outcome == CensusOutcome::kOneTime;
     trend.slope_per_step = grew ? census.rate_per_step : 0;
-    unsettled = census.outcome == CensusOutcome::kSettling ||
-                (census.outcome == CensusOutcome::kOneTime && !options.census_can_confirm);
+    // Where nothing can confirm a one-time event (a watched program), it is inconclusive unless
+    // it is small beside what the newest block holds (an old object or two that a bounded
+    // structure keeps: a real run of PyTorch leaves 336 B from one block beside 11.5 KiB).
+    double aged = 0;
+    for (std::size_t k = 0; k + 1 < census.persistent.size(); ++k) aged += census.persistent[k];
+    const double newest = census.survivor_bytes.empty() ? 0 : census.survivor_bytes.back();
+    const bool unconfirmed = census.outcome == CensusOutcome::kOneTime &&
+                             !options.census_can_confirm;
+    const bool small = unconfirmed && aged * kCensusSettlingRatio <= newest;
+    unsettled = census.outcome == CensusOutcome::kSettling || (unconfirmed && !small);
+    trend.one_time = census.outcome == CensusOutcome::kOneTime;
     trend.sentence = census.sentence;
-    if (census.outcome == CensusOutcome::kOneTime && !options.census_can_confirm) {
+    if (unconfirmed && small) {
+      trend.sentence += "; bounded: the older survivors (" + FormatAmount(aged, info.unit) +
+                        ") are less than a quarter of what the newest block holds (" +
+                        FormatAmount(newest, info.unit) + ")";
+    } else if (unconfirmed) {
       trend.sentence += "; nothing can confirm it in a watched program: run at least " +
                         std::to_string(2 * schedule.TotalSteps()) +
                         " steps to tell it from a leak that fires less often than once a block";

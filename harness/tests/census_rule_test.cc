@@ -173,6 +173,15 @@ TEST(CensusRule, JudgeCounter_OneTime_IsInconclusiveOnlyWhereNothingCanConfirmIt
   EXPECT_EQ(WithCensus({4096, 0, 0}, true, flat).verdict, reports::kPass);
 }
 
+TEST(CensusRule, JudgeCounter_WatchedOneTime_SmallBesideTheNewestBlock_IsBounded) {
+  const std::vector<double> flat(400, 1000.0);
+  // 336 B from block 1 beside 11.5 KiB in the newest block (a real PyTorch run): bounded; at
+  // exactly a quarter still bounded; above it, inconclusive.
+  EXPECT_EQ(WithCensus({336, 0, 11812}, false, flat).verdict, reports::kPass);
+  EXPECT_EQ(WithCensus({1000, 0, 4000}, false, flat).verdict, reports::kPass);
+  EXPECT_EQ(WithCensus({1001, 0, 4000}, false, flat).verdict, reports::kInconclusive);
+}
+
 // A settling census (4000, 2000, 1000, 500 B) on a flat 5-block run, ending at `final_value`.
 reports::CounterVerdict Settling(double final_value) {
   const std::vector<double> flat(600, 1000.0);
