@@ -49,7 +49,11 @@ def main():
     p.add_argument("--blocks", default="3,5,8")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     p.add_argument("--out", required=True)
+    p.add_argument("--report-only", default="",
+                   help="comma-separated classes that are tallied but do not fail the run "
+                        "(known to be off target; docs/verdicts.md)")
     args = p.parse_args()
+    report_only = set(filter(None, args.report_only.split(",")))
     if args.seeds < 1 or args.steps < 64:
         p.error("--seeds must be >= 1 and --steps >= 64")
     blocks_list = [int(b) for b in args.blocks.split(",")]
@@ -90,6 +94,8 @@ def main():
                    "inconclusive": inconclusive, "error": errors,
                    "pass": args.seeds - growth - inconclusive - errors}
             rows.append(row)
+            if name in report_only:
+                continue
             if leaks and args.seeds - growth > math.floor(0.01 * args.seeds):
                 miss = next(e for v, e in verdicts if v != "unbounded-growth")
                 failures.append("%s, %d blocks: detected %d of %d (first miss: %s)" % (

