@@ -371,6 +371,14 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
                       : "; still being freed, so counted as what " +
                             std::to_string(static_cast<int>(kCensusDecayBlocks)) +
                             " more blocks at that pace would leave: block " + decayed;
+  // Older blocks keep fewer survivors than newer ones: a slow turnover (bounded).
+  const auto thinned = [&] {
+    j.outcome = CensusOutcome::kThinning;
+    j.sentence = counter + " bounded: survivors thin out with age (" + listed +
+                 "): what a structure that turns over more slowly than a block of " +
+                 std::to_string(n) + " steps leaves (a free list, a slow cache)" + decay_text;
+    return j;
+  };
   const std::string floor_text =
       " (a block's survivors count from " + FormatAmount(j.floor_bytes, unit) +
       (count ? std::string(")") : ", " + FormatRate(kCensusFloorBytesPerStep, unit) + ")");
@@ -394,12 +402,7 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
         thinning = false;
     }
     if (thinning && aged_bytes.front() * kCensusSettlingRatio < aged_bytes.back()) {
-      j.outcome = CensusOutcome::kThinning;
-      j.sentence = counter + " bounded: survivors thin out with age (" + listed +
-                   "): what a structure that turns over more slowly than a block of " +
-                   std::to_string(n) + " steps leaves (a free list, a slow cache)";
-      j.sentence += decay_text;
-    return j;
+      return thinned();
     }
     std::vector<double> sorted = aged_bytes;
     std::sort(sorted.begin(), sorted.end());
@@ -478,14 +481,7 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
         aged_bytes[static_cast<std::size_t>(with[i - 1])])
       thinning = false;
   }
-  if (thinning) {
-    j.outcome = CensusOutcome::kThinning;
-    j.sentence = counter + " bounded: survivors thin out with age (" + listed +
-                 "): what a structure that turns over more slowly than a block of " +
-                 std::to_string(n) + " steps leaves (a free list, a slow cache)";
-    j.sentence += decay_text;
-    return j;
-  }
+  if (thinning) return thinned();
   j.outcome = CensusOutcome::kOneTime;
   j.sentence = counter + " census: " + listed + ": survivors from block" +
                (with.size() == 1 ? " " : "s ") + blocks_with +
