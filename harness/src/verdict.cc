@@ -334,20 +334,52 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
   const int n = schedule.steps_per_block;
   j.survivor_bytes = ByBlock(cohorts, schedule, count, &j.before_bytes, &j.survivor_blocks);
   j.persistent = j.survivor_bytes;
-  std::string decayed;  // "block 1 still being freed: 416 B -> 344 B"
+  j.floor_bytes = count ? 1.0 : std::max(1.0, kCensusFloorBytesPerStep * n);
+  // Decay: blocks that were aged a block ago and have fewer survivors now. A recycling runtime
+  // (CPython's free lists reuse memory born blocks ago) frees every block's survivors at a
+  // similar pace, age for age; a leak frees none; a one-off free (a grown array moved, a cache
+  // dropped) hits one block once. So the pace is pooled: the median, over those blocks, of the
+  // share each lost, and every aged block counts what kCensusDecayBlocks more blocks at that
+  // pace would leave of it.
+  std::string decayed;  // "1 (888 B -> 792 B), 2 (1.41 KiB -> 1.10 KiB)"
   if (!previous.empty()) {
+    const std::string unit_name = count ? "count" : "bytes";
     const std::vector<double> then = ByBlock(previous, schedule, count, nullptr, nullptr);
+    std::vector<double> paces;
     for (int k = 0; k + 2 < blocks; ++k) {  // blocks that were already aged a block ago
       const std::size_t i = static_cast<std::size_t>(k);
-      const double freed = then[i] - j.survivor_bytes[i];
-      if (freed <= 0) continue;
-      j.persistent[i] = std::max(0.0, j.survivor_bytes[i] - kCensusDecayBlocks * freed);
-      decayed += (decayed.empty() ? "" : ", ") + std::to_string(k + 1) + " (" +
-                 FormatAmount(then[i], count ? "count" : "bytes") + " -> " +
-                 FormatAmount(j.survivor_bytes[i], count ? "count" : "bytes") + ")";
+      if (then[i] < j.floor_bytes) continue;
+      const double freed = std::max(0.0, then[i] - j.survivor_bytes[i]);
+      paces.push_back(freed / then[i]);
+      if (freed > 0) {
+        decayed += (decayed.empty() ? "" : ", ") + std::to_string(k + 1) + " (" +
+                   FormatAmount(then[i], unit_name) + " -> " +
+                   FormatAmount(j.survivor_bytes[i], unit_name) + ")";
+      }
     }
+    if (!paces.empty()) {
+      std::sort(paces.begin(), paces.end());
+      const std::size_t m = paces.size() / 2;
+      j.decay_pace = paces.size() % 2 == 1 ? paces[m] : 0.5 * (paces[m - 1] + paces[m]);
+    }
+    if (paces.size() == 1) {
+      // One block to learn the pace from (3 blocks): a one-off free cannot be told from a
+      // steady one, so only that block is discounted, and by fewer blocks ahead.
+      const double freed = then[0] - j.survivor_bytes[0];
+      if (freed > 0) {
+        j.persistent[0] = std::max(0.0, j.survivor_bytes[0] - kCensusDecayBlocks * freed);
+        j.decay_ahead = kCensusDecayBlocks;
+      }
+    } else if (j.decay_pace > 0) {
+      const double kept = std::max(0.0, 1.0 - kCensusPooledDecayBlocks * j.decay_pace);
+      for (int k = 0; k + 1 < blocks; ++k) {
+        j.persistent[static_cast<std::size_t>(k)] =
+            j.survivor_bytes[static_cast<std::size_t>(k)] * kept;
+      }
+      j.decay_ahead = kCensusPooledDecayBlocks;
+    }
+    if (j.decay_ahead == 0) decayed.clear();  // nothing taken off: the median block lost nothing
   }
-  j.floor_bytes = count ? 1.0 : std::max(1.0, kCensusFloorBytesPerStep * n);
   const int aged = blocks - 1;
   const std::string unit = count ? "count" : "bytes";
   const std::string listed = "born in blocks 1-" + std::to_string(blocks) +
@@ -368,9 +400,13 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
   const std::vector<double> aged_bytes(j.persistent.begin(), j.persistent.begin() + aged);
   const std::string decay_text =
       decayed.empty() ? std::string()
-                      : "; still being freed, so counted as what " +
-                            std::to_string(static_cast<int>(kCensusDecayBlocks)) +
-                            " more blocks at that pace would leave: block " + decayed;
+                      : "; survivors still being freed, " +
+                            std::to_string(static_cast<int>(std::lround(100 * j.decay_pace))) +
+                            "% a block (median; block " + decayed + "), so " +
+                            (j.decay_ahead == kCensusDecayBlocks ? "that block counts"
+                                                                 : "each block counts") +
+                            " what " + std::to_string(static_cast<int>(j.decay_ahead)) +
+                            " more blocks at that pace would leave";
   // Older blocks keep fewer survivors than newer ones: a slow turnover (bounded).
   const auto thinned = [&] {
     j.outcome = CensusOutcome::kThinning;
@@ -401,7 +437,10 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
       if (aged_bytes[static_cast<std::size_t>(k)] < aged_bytes[static_cast<std::size_t>(k) - 1])
         thinning = false;
     }
-    if (thinning && aged_bytes.front() * kCensusSettlingRatio < aged_bytes.back()) {
+    // Older blocks keep fewer by 4x; or by 2x while survivors are seen being freed (the decay
+    // above): a leak keeps alike amounts at every age, what leaks beside a recycling runtime too.
+    const double thin_ratio = j.decay_pace > 0 ? kCensusRecurringRatio : kCensusSettlingRatio;
+    if (thinning && aged_bytes.front() * thin_ratio < aged_bytes.back()) {
       return thinned();
     }
     std::vector<double> sorted = aged_bytes;

@@ -119,19 +119,61 @@ TEST(CensusRule, OneTime_SurvivorsFromOneOlderBlockOnly) {
   EXPECT_EQ(Outcome(kFive, {8 << 20, 4096, 0, 0, 0}), CensusOutcome::kOneTime);  // not to the end
 }
 
-TEST(CensusRule, BlocksStillBeingFreed_CountWhatFourMoreBlocksWouldLeave) {
-  // Block 1 had 1000 B a block ago and 900 B now: 900 - 4 x 100 = 500 counted.
-  const std::vector<CensusCohort> now = PerBlock(kFive, {900, 500, 500, 500, 0});
-  const std::vector<CensusCohort> then = PerBlock(kFive, {1000, 500, 500, 9000, 0});
-  const CensusJudgement j = JudgeCensus("c", now, 599, kFive, false, then);
+TEST(CensusRule, OneBlockStillBeingFreed_CountsWhatFourMoreBlocksWouldLeave) {
+  // Three blocks: block 1 alone was aged a block ago. 1000 B then, 900 B now: 900 - 4 x 100.
+  const CensusJudgement j = JudgeCensus("c", PerBlock(kThree, {900, 500, 0}), 399, kThree, false,
+                                        PerBlock(kThree, {1000, 9000, 0}));
   EXPECT_EQ(j.persistent[0], 500);
-  EXPECT_EQ(j.persistent[3], 500);  // the newest aged block has no aged census before: as is
+  EXPECT_EQ(j.persistent[1], 500);  // the newest aged block has no aged census before: as is
+  EXPECT_EQ(j.decay_ahead, kCensusDecayBlocks);
   EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
-  // Freed faster (250 B a block): 900 - 1000 < 0 leaves nothing, so block 1 no longer counts.
-  const CensusJudgement fast =
-      JudgeCensus("c", now, 599, kFive, false, PerBlock(kFive, {1150, 500, 500, 9000, 0}));
+  // Freed faster (250 B a block): 900 - 1000 < 0 leaves nothing of block 1.
+  const CensusJudgement fast = JudgeCensus("c", PerBlock(kThree, {900, 500, 0}), 399, kThree,
+                                           false, PerBlock(kThree, {1150, 9000, 0}));
   EXPECT_EQ(fast.persistent[0], 0);
-  EXPECT_EQ(fast.outcome, CensusOutcome::kRecurring);  // blocks 2-4 alike, to the end
+  EXPECT_NE(fast.outcome, CensusOutcome::kGrowth);
+}
+
+TEST(CensusRule, BlocksFreedAlike_CountWhatSixteenMoreBlocksAtTheMedianPaceWouldLeave) {
+  // Five blocks, three learnt from: 10%, 10% and 20% lost; at the median 10% a block, 16 more
+  // blocks leave nothing: what a recycling runtime does (CPython's free lists).
+  const std::vector<CensusCohort> then = PerBlock(kFive, {1000, 500, 500, 9000, 0});
+  const CensusJudgement j =
+      JudgeCensus("c", PerBlock(kFive, {900, 450, 400, 500, 0}), 599, kFive, false, then);
+  EXPECT_DOUBLE_EQ(j.decay_pace, 0.1);
+  EXPECT_EQ(j.decay_ahead, kCensusPooledDecayBlocks);
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(j.persistent[k], 0) << k;
+  EXPECT_EQ(j.outcome, CensusOutcome::kBounded);
+  // A leak beside it loses only the runtime's share: 1% a block keeps 84%.
+  const CensusJudgement leak = JudgeCensus("c", PerBlock(kFive, {990, 990, 990, 1000, 0}), 599,
+                                           kFive, false, PerBlock(kFive, {1000, 1000, 1000, 9000, 0}));
+  EXPECT_NEAR(leak.persistent[3], 840, 1e-9);
+  EXPECT_EQ(leak.outcome, CensusOutcome::kGrowth);
+}
+
+TEST(CensusRule, AOneOffFreeInOneBlock_IsNotAPace) {
+  // Block 3 lost 20% once (a grown array moved); the median block lost nothing: nothing is
+  // taken off, the leak stays growth.
+  const CensusJudgement j =
+      JudgeCensus("c", PerBlock(kFive, {500, 500, 400, 500, 0}), 599, kFive, false,
+                  PerBlock(kFive, {500, 500, 500, 9000, 0}));
+  EXPECT_EQ(j.decay_ahead, 0);
+  EXPECT_EQ(j.persistent[2], 400);
+  EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
+}
+
+TEST(CensusRule, ThinningByHalf_IsBoundedOnlyWhileSurvivorsAreBeingFreed) {
+  // Older blocks keep fewer (300 < 400 < 500 < 700) by less than 4x: growth when nothing is
+  // being freed; bounded thinning when every block loses 2% a block (counted: 68% of each, and
+  // the oldest is under half the newest).
+  const std::vector<CensusCohort> now = PerBlock(kFive, {300, 400, 500, 700, 0});
+  EXPECT_EQ(JudgeCensus("c", now, 599, kFive, false, PerBlock(kFive, {300, 400, 500, 9000, 0}))
+                .outcome,
+            CensusOutcome::kGrowth);
+  const CensusJudgement freed =
+      JudgeCensus("c", now, 599, kFive, false, PerBlock(kFive, {306, 408, 510, 9000, 0}));
+  EXPECT_NEAR(freed.decay_pace, 0.0196, 1e-4);
+  EXPECT_EQ(freed.outcome, CensusOutcome::kThinning);
 }
 
 TEST(CensusRule, CountCensus_JudgesBlocksWithAFloorOfOne) {

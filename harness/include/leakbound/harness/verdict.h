@@ -84,8 +84,14 @@ inline constexpr double kCensusSettlingRatio = 4.0;
 // Recurring survivors: the least event block holds at least 1/this of the largest (a periodic
 // leak firing once or twice a block leaves 1 or 2 firings' worth).
 inline constexpr double kCensusRecurringRatio = 2.0;
-// How many blocks ahead a block's decay (survivors freed over the last block) is extrapolated.
+// Decay: survivors of aged blocks freed over the last block. A recycling runtime (CPython's free
+// lists keep reusing memory born blocks ago) frees an old block's survivors by 6-25% a block,
+// every block alike; a leak frees none; a one-off free (a grown array moved) hits one block once.
+// With two or more blocks to learn from, the pace is their median share lost, and every aged
+// block counts what kCensusPooledDecayBlocks more blocks at that pace would leave; with one
+// (3 blocks), only that block is discounted, kCensusDecayBlocks blocks ahead.
 inline constexpr double kCensusDecayBlocks = 4.0;
+inline constexpr double kCensusPooledDecayBlocks = 16.0;
 
 struct CensusJudgement {
   CensusOutcome outcome = CensusOutcome::kBounded;
@@ -94,6 +100,8 @@ struct CensusJudgement {
   std::vector<double> persistent;       // per measured block: what the rule counted (decay taken off)
   double before_bytes = 0;              // born before the measured blocks (setup, warm-up)
   double floor_bytes = 0;               // what a block's survivors must reach to count
+  double decay_pace = 0;                // median share of its survivors an aged block lost
+  double decay_ahead = 0;               // blocks ahead the decay was taken off (0: none)
   double rate_per_step = 0;             // growth: median aged survivors / N
   int census_step = 0;                  // sample index of the census
   std::string sentence;                 // evidence, naming the census
