@@ -344,14 +344,22 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
   std::string decayed;  // "1 (888 B -> 792 B), 2 (1.41 KiB -> 1.10 KiB)"
   if (!previous.empty()) {
     const std::string unit_name = count ? "count" : "bytes";
-    const std::vector<double> then = ByBlock(previous, schedule, count, nullptr, nullptr);
+    std::vector<double> then_blocks;
+    const std::vector<double> then = ByBlock(previous, schedule, count, nullptr, &then_blocks);
+    // A block's pace is the smaller of the shares of its surviving bytes and of its surviving
+    // allocations freed: a one-off free of one large block (a grown array of leaked pointers
+    // moved by realloc) is many bytes but one allocation of many; a leak of large objects beside
+    // a runtime recycling many small ones is many allocations but few bytes; recycling alone
+    // frees both alike.
+    std::vector<double> pace(static_cast<std::size_t>(blocks), 0.0);
     std::vector<double> paces;
     for (int k = 0; k + 2 < blocks; ++k) {  // blocks that were already aged a block ago
       const std::size_t i = static_cast<std::size_t>(k);
-      if (then[i] < j.floor_bytes) continue;
-      const double freed = std::max(0.0, then[i] - j.survivor_bytes[i]);
-      paces.push_back(freed / then[i]);
-      if (freed > 0) {
+      if (then[i] < j.floor_bytes || then_blocks[i] <= 0) continue;
+      pace[i] = std::min(std::max(0.0, then[i] - j.survivor_bytes[i]) / then[i],
+                         std::max(0.0, then_blocks[i] - j.survivor_blocks[i]) / then_blocks[i]);
+      paces.push_back(pace[i]);
+      if (then[i] > j.survivor_bytes[i]) {
         decayed += (decayed.empty() ? "" : ", ") + std::to_string(k + 1) + " (" +
                    FormatAmount(then[i], unit_name) + " -> " +
                    FormatAmount(j.survivor_bytes[i], unit_name) + ")";
@@ -362,15 +370,12 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
       const std::size_t m = paces.size() / 2;
       j.decay_pace = paces.size() % 2 == 1 ? paces[m] : 0.5 * (paces[m - 1] + paces[m]);
     }
-    if (paces.size() == 1) {
+    if (paces.size() == 1 && j.decay_pace > 0) {
       // One block to learn the pace from (3 blocks): a one-off free cannot be told from a
       // steady one, so only that block is discounted, and by fewer blocks ahead.
-      const double freed = then[0] - j.survivor_bytes[0];
-      if (freed > 0) {
-        j.persistent[0] = std::max(0.0, j.survivor_bytes[0] - kCensusDecayBlocks * freed);
-        j.decay_ahead = kCensusDecayBlocks;
-      }
-    } else if (j.decay_pace > 0) {
+      j.persistent[0] = j.survivor_bytes[0] * std::max(0.0, 1.0 - kCensusDecayBlocks * pace[0]);
+      j.decay_ahead = kCensusDecayBlocks;
+    } else if (paces.size() > 1 && j.decay_pace > 0) {
       const double kept = std::max(0.0, 1.0 - kCensusPooledDecayBlocks * j.decay_pace);
       for (int k = 0; k + 1 < blocks; ++k) {
         j.persistent[static_cast<std::size_t>(k)] =

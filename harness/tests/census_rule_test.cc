@@ -28,6 +28,17 @@ std::vector<CensusCohort> PerBlock(const Schedule& s, const std::vector<std::uin
   return out;
 }
 
+// Cohorts per block with their allocation counts given (PerBlock makes one per 8 bytes).
+std::vector<CensusCohort> Counted(const Schedule& s, const std::vector<std::uint64_t>& bytes,
+                                  const std::vector<std::uint64_t>& blocks) {
+  std::vector<CensusCohort> out{{-1, 0, 0}};
+  for (std::size_t k = 0; k < bytes.size(); ++k) {
+    out.push_back({s.warmup_steps + static_cast<std::int64_t>(k) * s.steps_per_block, bytes[k],
+                   blocks[k]});
+  }
+  return out;
+}
+
 CensusOutcome Outcome(const Schedule& s, const std::vector<std::uint64_t>& bytes) {
   return JudgeCensus("host.heap_bytes", PerBlock(s, bytes), s.TotalSteps() - 1, s).outcome;
 }
@@ -120,18 +131,32 @@ TEST(CensusRule, OneTime_SurvivorsFromOneOlderBlockOnly) {
 }
 
 TEST(CensusRule, OneBlockStillBeingFreed_CountsWhatFourMoreBlocksWouldLeave) {
-  // Three blocks: block 1 alone was aged a block ago. 1000 B then, 900 B now: 900 - 4 x 100.
-  const CensusJudgement j = JudgeCensus("c", PerBlock(kThree, {900, 500, 0}), 399, kThree, false,
-                                        PerBlock(kThree, {1000, 9000, 0}));
-  EXPECT_EQ(j.persistent[0], 500);
+  // Three blocks: block 1 alone was aged a block ago. 1000 B in 100 blocks then, 900 B in 90 now:
+  // 10% a block, so 4 more blocks leave 60% of it.
+  const CensusJudgement j =
+      JudgeCensus("c", Counted(kThree, {900, 500, 0}, {90, 50, 0}), 399, kThree, false,
+                  Counted(kThree, {1000, 9000, 0}, {100, 900, 0}));
+  EXPECT_DOUBLE_EQ(j.persistent[0], 540);
   EXPECT_EQ(j.persistent[1], 500);  // the newest aged block has no aged census before: as is
   EXPECT_EQ(j.decay_ahead, kCensusDecayBlocks);
   EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
-  // Freed faster (250 B a block): 900 - 1000 < 0 leaves nothing of block 1.
-  const CensusJudgement fast = JudgeCensus("c", PerBlock(kThree, {900, 500, 0}), 399, kThree,
-                                           false, PerBlock(kThree, {1150, 9000, 0}));
+  // Freed faster (25% a block): 4 more blocks leave nothing of block 1.
+  const CensusJudgement fast =
+      JudgeCensus("c", Counted(kThree, {900, 500, 0}, {90, 50, 0}), 399, kThree, false,
+                  Counted(kThree, {1200, 9000, 0}, {120, 900, 0}));
   EXPECT_EQ(fast.persistent[0], 0);
   EXPECT_NE(fast.outcome, CensusOutcome::kGrowth);
+}
+
+TEST(CensusRule, AGrownArrayMoved_IsOneAllocationNotAPace) {
+  // A vector of leaked pointers: block 1 held 64 leaked 24-byte blocks and the vector's 2 KiB
+  // array; the array moved (realloc) in block 3. 57% of the bytes but 1 of 65 allocations:
+  // the pace is the smaller share, so the leak stays growth (it was called bounded).
+  const CensusJudgement j =
+      JudgeCensus("c", Counted(kThree, {1536, 1536, 5648}, {64, 64, 65}), 287, kThree, false,
+                  Counted(kThree, {3600, 1536, 0}, {65, 64, 0}));
+  EXPECT_NEAR(j.decay_pace, 1.0 / 65, 1e-12);
+  EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
 }
 
 TEST(CensusRule, BlocksFreedAlike_CountWhatSixteenMoreBlocksAtTheMedianPaceWouldLeave) {
@@ -171,8 +196,9 @@ TEST(CensusRule, ThinningByHalf_IsBoundedOnlyWhileSurvivorsAreBeingFreed) {
                 .outcome,
             CensusOutcome::kGrowth);
   const CensusJudgement freed =
-      JudgeCensus("c", now, 599, kFive, false, PerBlock(kFive, {306, 408, 510, 9000, 0}));
-  EXPECT_NEAR(freed.decay_pace, 0.0196, 1e-4);
+      JudgeCensus("c", Counted(kFive, {300, 400, 500, 700, 0}, {30, 40, 50, 70, 0}), 599, kFive,
+                  false, Counted(kFive, {306, 408, 510, 9000, 0}, {31, 41, 51, 900, 0}));
+  EXPECT_NEAR(freed.decay_pace, 6.0 / 306, 1e-12);  // bytes: the smaller share in each block
   EXPECT_EQ(freed.outcome, CensusOutcome::kThinning);
 }
 
