@@ -330,7 +330,8 @@ std::string TraceFileToJson(const TraceFile& file) {
                {"run", reports::ToJson(run)},
                {"noise_floors", std::move(floors)},
                {"traces", std::move(traces)}};
-  return j.dump(1) + "\n";
+  // Invalid UTF-8 (a program's argument, a note) becomes U+FFFD rather than an exception.
+  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 TraceFile TraceFileFromJson(const std::string& text, const std::string& source) {

@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,11 +34,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int g_signal_pipe[2] = {-1, -1};
-volatile sig_atomic_t g_received_signal = 0;
+// Where the child's end of the channel goes (lower when the descriptor limit is lower).
+constexpr long kChannelFd = 1000;
 
+int g_signal_pipe[2] = {-1, -1};
+
+// Signals watch passes on to the program's process group, each time one arrives (a program may
+// finish its epoch on the first SIGINT and stop on the second). SIGCHLD only wakes the loop.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// One byte per signal into the pipe the loop polls: no signal is lost or merged.
 void OnSignal(int signal_number) {
-  if (signal_number != SIGCHLD) g_received_signal = signal_number;
   const int saved = errno;
   const char byte = static_cast<char>(signal_number);
   [[maybe_unused]] ssize_t ignored = ::write(g_signal_pipe[1], &byte, 1);
@@ -100,6 +108,10 @@ std::vector<std::string> ChildEnvironment(const WatchOptions &options, const Wat
   std::map<std::string, std::string> set;
   set["LD_PRELOAD"] = Prepended("LD_PRELOAD", paths.preload.string(), ':');
   set[LEAKBOUND_WATCH_ENV_FD] = std::to_string(channel_fd);
+  struct stat channel {};
+  if (::fstat(channel_fd, &channel) == 0) {
+    set[LEAKBOUND_WATCH_ENV_CHANNEL] = std::to_string(static_cast<unsigned long long>(channel.st_ino));
+  }
   set[LEAKBOUND_WATCH_ENV_SITES] = options.call_sites ? "1" : "0";
   if (!options.keep_pymalloc) set["PYTHONMALLOC"] = "malloc";
   if (!paths.python.empty()) {
@@ -189,6 +201,10 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       break;
     case LEAKBOUND_WATCH_BYE:
       recording.at_exit = record.counters;
+      recording.forks = std::max(recording.forks, record.counters.forks);
+      break;
+    case LEAKBOUND_WATCH_FORK:
+      recording.forks = std::max(recording.forks, record.counters.forks);
       break;
     default:
       ++recording.malformed_records;
@@ -285,6 +301,45 @@ bool Drain(int fd, WatchRecording &recording, bool block) {
   }
 }
 
+// The terminal watch runs in the foreground of, if any. The program runs in a process group of
+// its own (so that watch can signal all of it); on a terminal that group is made the foreground
+// one, as a shell does for a job, so that the program can read the terminal (a prompt) and gets
+// Ctrl-C, Ctrl-Z and Ctrl-\ itself; watch takes the terminal back when the program stops or ends.
+class Terminal {
+ public:
+  Terminal() {
+    fd_ = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+    if (fd_ >= 0 && ::tcgetpgrp(fd_) != ::getpgrp()) {  // no terminal, or watch in the background
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~Terminal() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Terminal(const Terminal &) = delete;
+  Terminal &operator=(const Terminal &) = delete;
+  int fd() const { return fd_; }
+  // Makes `group` the terminal's foreground group, if watch holds the terminal. SIGTTOU is
+  // blocked around the call: a background process may then set it (POSIX). Async-signal-safe.
+  static void GiveTo(int fd, pid_t group) {
+    if (fd < 0) return;
+    sigset_t ttou, saved;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    ::sigprocmask(SIG_BLOCK, &ttou, &saved);
+    ::tcsetpgrp(fd, group);
+    ::sigprocmask(SIG_SETMASK, &saved, nullptr);
+  }
+  // Back to watch, if the program's group holds it now.
+  void TakeBack(pid_t program_group) const {
+    if (fd_ >= 0 && ::tcgetpgrp(fd_) == program_group) GiveTo(fd_, ::getpgrp());
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 class SignalForwarding {
  public:
   SignalForwarding() {
@@ -294,11 +349,13 @@ class SignalForwarding {
     struct sigaction action {};
     action.sa_handler = OnSignal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    for (int s : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(s, &action, &saved_[s]);
+    action.sa_flags = SA_RESTART;  // SIGCHLD on a stop too: watch stops with its program
+    for (int s : kForwarded) ::sigaction(s, &action, &saved_[s]);
+    ::sigaction(SIGCHLD, &action, &saved_[SIGCHLD]);
   }
   ~SignalForwarding() {
-    for (int s : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(s, &saved_[s], nullptr);
+    for (int s : kForwarded) ::sigaction(s, &saved_[s], nullptr);
+    ::sigaction(SIGCHLD, &saved_[SIGCHLD], nullptr);
     ::close(g_signal_pipe[0]);
     ::close(g_signal_pipe[1]);
     g_signal_pipe[0] = g_signal_pipe[1] = -1;
@@ -414,7 +471,14 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
     throw std::runtime_error(std::string("watch: socketpair failed: ") + std::strerror(errno));
   }
-  const int child_end = ::fcntl(channel[1], F_DUPFD, 10);  // without CLOEXEC: inherited
+  // Without CLOEXEC (inherited), and high, out of the way of the numbers a program opens: the
+  // lowest free number is what open() returns, and a program run bare has these free.
+  rlimit files{};
+  const long high = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+                        ? std::min<long>(static_cast<long>(files.rlim_cur) - 1, kChannelFd)
+                        : kChannelFd;
+  int child_end = ::fcntl(channel[1], F_DUPFD, std::max<long>(high, 10));
+  if (child_end < 0) child_end = ::fcntl(channel[1], F_DUPFD, 10);
   ::close(channel[1]);
   std::vector<std::string> env = ChildEnvironment(options, paths, child_end);
   env.push_back(std::string(LEAKBOUND_WATCH_ENV_PID) + "=" + std::string(24, '0'));
@@ -430,8 +494,8 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
     throw std::runtime_error(std::string("watch: pipe2 failed: ") + std::strerror(errno));
   }
 
+  Terminal terminal;
   SignalForwarding forwarding;
-  g_received_signal = 0;
   const auto started = std::chrono::steady_clock::now();
   const pid_t child = ::fork();
   if (child < 0)
@@ -450,16 +514,18 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
     } while (pid > 0);
     for (int i = 0; i < n; ++i) digits[i] = reversed[n - 1 - i];
     digits[n] = '\0';
+    Terminal::GiveTo(terminal.fd(), ::getpid());
     struct sigaction restore {};
     restore.sa_handler = SIG_DFL;
-    for (int s : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(s, &restore, nullptr);
+    for (int s : kForwarded) ::sigaction(s, &restore, nullptr);
+    ::sigaction(SIGCHLD, &restore, nullptr);
     ::execve(program.c_str(), argv.data(), envp.data());
     const int error = errno;
     [[maybe_unused]] ssize_t ignored = ::write(exec_error[1], &error, sizeof error);
     ::_exit(127);
   }
-  ::setpgid(child,
-            child);  // both sides, so the group exists before any signal is forwarded
+  ::setpgid(child, child);  // both sides, so the group exists before any signal is forwarded
+  Terminal::GiveTo(terminal.fd(), child);
   ::close(child_end);
   ::close(exec_error[1]);
   int error = 0;
@@ -476,15 +542,27 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
     if (channel_open && (fds[1].revents & (POLLIN | POLLHUP))) {
       channel_open = Drain(channel[0], recording, false);
     }
-    char bytes[64];
-    while (::read(g_signal_pipe[0], bytes, sizeof bytes) > 0) {
-    }
-    if (const int s = g_received_signal; s != 0 && recording.forwarded_signal != s) {
-      recording.forwarded_signal = s;
-      ::kill(-child, s);
+    unsigned char bytes[64];
+    for (ssize_t got; (got = ::read(g_signal_pipe[0], bytes, sizeof bytes)) > 0;) {
+      for (ssize_t i = 0; i < got; ++i) {
+        const int s = bytes[i];
+        if (s == SIGCHLD) continue;
+        if (recording.forwarded_signal == 0) recording.forwarded_signal = s;
+        ++recording.signals_forwarded;
+        ::kill(-child, s);
+      }
     }
     int status = 0;
-    const pid_t waited = ::waitpid(child, &status, WNOHANG);
+    const pid_t waited = ::waitpid(child, &status, WNOHANG | WUNTRACED);
+    if (waited == child && WIFSTOPPED(status)) {
+      // Stopped (Ctrl-Z, SIGTTIN, SIGSTOP): watch stops too, so that the shell sees the job
+      // stopped and gets its terminal back; when continued, so is the program.
+      terminal.TakeBack(child);
+      ::kill(::getpid(), SIGSTOP);
+      Terminal::GiveTo(terminal.fd(), child);
+      ::kill(-child, SIGCONT);
+      continue;
+    }
     if (waited == child) {
       if (channel_open) Drain(channel[0], recording, false);  // what it sent before it ended
       recording.exited = WIFEXITED(status);
@@ -493,6 +571,7 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
       done = true;
     }
   }
+  terminal.TakeBack(child);
   ::close(channel[0]);
   recording.device_expected = options.cuda || LooksLikeCuda(program);
   if (!recording.probe_states.count("cupti")) {

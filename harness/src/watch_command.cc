@@ -47,11 +47,12 @@ constexpr const char *kExamples = R"(Examples:
   leakbound watch --interval 20ms -- ./server        # no steps: sample every 20 ms
   leakbound watch --cuda --step-on torch.optim.SGD.step -- python3 train.py
                                              # also the CUPTI ledger and torch.cuda counters
-Exit codes: 0 memory stayed bounded; 1 a leak (see report.md); 2 usage error (nothing
-written); 3 internal error; 4 inconclusive (too few steps arrived: the report says what it
-needs); 5 the program failed (crashed, was killed or exited non-zero: its status is in the
-report); 130 / 143 watch was interrupted (SIGINT / SIGTERM, forwarded to the program; the
-partial report is written).)";
+Exit codes: 0 memory stayed bounded; 1 a leak (see report.md), also when the program then
+exited non-zero (its status is in the report); 2 usage error (nothing written); 3 internal
+error; 4 inconclusive (the report says what it needs); 5 the program failed (crashed, was
+killed or exited non-zero) and no leak was found; 128+N the run was interrupted by signal N
+(130: SIGINT, Ctrl-C; 143: SIGTERM; forwarded to the program; the partial report is written).
+Watch forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT, every time one arrives.)";
 
 std::uint64_t ParseDuration(const std::string &text) {
   size_t used = 0;
@@ -220,10 +221,18 @@ class ReportFolder {
 std::string Notes(const watch::WatchRecording &r) {
   std::string notes;
   for (const std::string &n : r.notes) notes += "; " + n;
-  const leakbound_watch_counters &last = r.samples.empty() ? r.at_start : r.samples.back().counters;
-  if (last.forks > 0) {
-    notes += "; the program forked " + std::to_string(last.forks) +
+  // The end report (BYE) if it came, else the last sample.
+  const leakbound_watch_counters &last =
+      r.at_exit ? *r.at_exit : r.samples.empty() ? r.at_start : r.samples.back().counters;
+  // FORK records too: a launcher (`sh -c './prog'`) marks no step and may end with _exit.
+  const std::uint64_t forks = std::max<std::uint64_t>(r.forks, last.forks);
+  if (forks > 0) {
+    notes += "; the program forked " + std::to_string(forks) +
              " time(s): children are not followed (their memory is their own)";
+    if (r.samples.empty()) {
+      notes += "; no step arrived from the program itself: if a child runs the steps (a "
+               "launcher, a shell wrapper), watch the child's command directly";
+    }
   }
   if (last.untracked_allocations > 0) {
     notes += "; " + std::to_string(last.untracked_allocations) +
@@ -251,7 +260,7 @@ int Watch(const WatchOptions &options) {
   report.meta.steps_per_block = trace.steps_per_block;
   report.meta.warmup_steps = options.warmup_steps;
   report.meta.wall_seconds = recording.wall_seconds;
-  report.meta.interrupted = recording.forwarded_signal != 0;
+  report.meta.interrupted = recording.Interruption() != 0;
   report.workloads.push_back(Judge(trace));
   if (recording.Failed() &&
       report.workloads.back().evidence.find(recording.Ending()) == std::string::npos) {
@@ -271,13 +280,17 @@ int Watch(const WatchOptions &options) {
             << "\nreports: " << (options.out / "report.json").string()
             << ", report.md, report.html, trace.json\n";
 
-  if (recording.forwarded_signal == SIGINT) return 130;
-  if (recording.forwarded_signal != 0) return 128 + recording.forwarded_signal;
-  if (recording.Failed()) return kProgramFailed;
+  // Precedence (docs/watch.md, "Exit codes"): an interruption, then a leak (whatever the
+  // program's own status: the status is in the report), then the program's failure, then
+  // inconclusive.
+  if (const int s = recording.Interruption(); s != 0) return 128 + s;
   const reports::VerdictClass verdict = report.workloads.back().verdict;
+  const bool memory_verdict = verdict != reports::kPass && verdict != reports::kInconclusive &&
+                              verdict != reports::kError;
+  if (memory_verdict) return kLeak;
+  if (recording.Failed() || verdict == reports::kError) return kProgramFailed;
   if (verdict == reports::kInconclusive) return kInconclusive;
-  if (verdict == reports::kError) return kProgramFailed;
-  return verdict == reports::kPass ? kOk : kLeak;
+  return kOk;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,7 @@ struct WatchRecording {
       "static executable, or setuid?)";
   leakbound_watch_counters at_start{};
   std::optional<leakbound_watch_counters> at_exit;  // BYE
+  std::uint64_t forks = 0;  // forks of the followed process (FORK records, BYE)
   std::vector<WatchSample> samples;
   std::vector<SiteUpdate> site_updates;
   std::map<std::uint32_t, std::string> site_names;
@@ -100,10 +102,20 @@ struct WatchRecording {
   bool exited = false;
   int exit_status = 0;
   int term_signal = 0;       // killed by this signal (0: exited)
-  int forwarded_signal = 0;  // SIGINT/SIGTERM that watch received and forwarded
+  int forwarded_signal = 0;   // the first signal watch received and forwarded (SIGINT, ...)
+  int signals_forwarded = 0;  // how many it forwarded in all
   double wall_seconds = 0;
   std::string Ending() const;  // "exited with status 0", "killed by SIGSEGV", ...
   bool Failed() const { return term_signal != 0 || (exited && exit_status != 0); }
+  // The program ended normally but its end report (BYE) never came: it ended with _exit, or the
+  // channel was closed behind the preload's hooks (a raw close_range / dup2 system call).
+  bool ChannelLost() const { return hello && !at_exit && exited; }
+  // The signal that interrupted the run: one watch forwarded, or the SIGINT that ended the
+  // program (Ctrl-C on the terminal goes to the program's foreground group, not to watch); 0: none.
+  int Interruption() const {
+    if (forwarded_signal != 0) return forwarded_signal;
+    return term_signal == SIGINT ? SIGINT : 0;
+  }
 };
 
 // Runs options.command under the preload and collects its records until it

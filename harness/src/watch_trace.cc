@@ -275,10 +275,10 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
   const int blocks = options.blocks;
   const std::string unit_name = options.interval_ns > 0 ? "samples" : "steps";
   const int arrived = static_cast<int>(recording.samples.size());
-  if (recording.term_signal != 0 && recording.forwarded_signal != recording.term_signal) {
+  if (recording.term_signal != 0 && recording.Interruption() != recording.term_signal) {
     trace.error = "the program was " + recording.Ending() + " after " + std::to_string(arrived) +
                   " " + unit_name + "; the series below is what arrived";
-  } else if (recording.forwarded_signal != 0) {
+  } else if (recording.Interruption() != 0) {
     trace.ended_early = "interrupted (" + recording.Ending() + ") after " +
                         std::to_string(arrived) + " " + unit_name;
   }
@@ -303,9 +303,12 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
                              : MinimumSamples(blocks)) +
           " (warm-up, then " + std::to_string(blocks) + " blocks of " +
           std::to_string(kMinStepsPerBlock) + "): " +
-          (options.interval_ns > 0 ? "run the program longer or shorten --interval"
-                                   : "run the program for more steps, mark steps (leakbound_step, "
-                                     "--step-on, --step-range), or lower --blocks");
+          (recording.ChannelLost()
+               ? "watch's channel closed before the program ended (see the notes), so later steps "
+                 "were not seen"
+           : options.interval_ns > 0 ? "run the program longer or shorten --interval"
+                                     : "run the program for more steps, mark steps (leakbound_step, "
+                                       "--step-on, --step-range), or lower --blocks");
     }
     trace.warmup_steps = static_cast<int>(recording.samples.size());
     trace.blocks = 0;

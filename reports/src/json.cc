@@ -154,6 +154,10 @@ Json BuildJson(const Report& report) {
   return json;
 }
 
+// Text that is not valid UTF-8 (a program's argument "caf\xe9", a note cut mid-character) is
+// written with U+FFFD in place of the bad bytes: a report is never lost to one byte.
+constexpr auto kReplaceInvalid = nlohmann::ordered_json::error_handler_t::replace;
+
 // Pretty printer that keeps arrays of scalars on one line (nlohmann's dump(2) would give every
 // sample of a series its own line).
 void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::string& out) {
@@ -170,7 +174,7 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
       if (!first) out += ",\n";
       first = false;
       out += indent;
-      out += nlohmann::ordered_json(key).dump();
+      out += nlohmann::ordered_json(key).dump(-1, ' ', false, kReplaceInvalid);
       out += ": ";
       AppendCompactPretty(value, depth + 1, out);
     }
@@ -186,7 +190,7 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
       }
     }
     if (all_scalars) {
-      out += json.dump();  // compact: "[1.5,2,3]"
+      out += json.dump(-1, ' ', false, kReplaceInvalid);  // compact: "[1.5,2,3]"
       return;
     }
     out += "[\n";
@@ -200,7 +204,7 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
     out += "\n" + closing_indent + "]";
     return;
   }
-  out += json.dump();
+  out += json.dump(-1, ' ', false, kReplaceInvalid);
 }
 
 // ---------------------------------------------------------------------------------------------

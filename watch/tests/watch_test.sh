@@ -5,6 +5,7 @@
 set -u
 case_name=$1 leakbound=$2 c_steps=$3 programs=$4 out_root=$5
 out=$out_root/$case_name
+hostile=$(dirname "$c_steps")/watch_hostile
 rm -rf "$out"
 mkdir -p "$out_root"
 python=/usr/bin/python3
@@ -33,6 +34,12 @@ expect_verdict() {  # VERDICT [COUNTER]
     counter=$(report_field "[c['verdict'] for c in w['counters'] if c['counter']=='$2'][0]")
     [ "$counter" = "$1" ] || fail "$2 is $counter, want $1"
   fi
+}
+
+expect_steps() {  # N: how many steps arrived
+  local steps
+  steps=$(python3 -c "import json; print(len(json.load(open('$out/trace.json'))['traces'][0]['counters'][0]['values']))")
+  [ "$steps" = "$1" ] || fail "$steps steps arrived, want $1"
 }
 
 expect_nothing_written() {
@@ -151,6 +158,92 @@ case $case_name in
     watch_expect 0 -- "$c_steps" fork 200
     expect_verdict PASS host.heap_bytes
     report_field "w['description']" | grep -q "forked 1 time" || fail "the fork is not reported"
+    ;;
+  hostile_own_new)
+    # Replaces only operator new(size_t) / delete(void*): new[], delete[] and the sized deletes
+    # reach its own (the preload's used to free() its pointers: "free(): invalid pointer").
+    watch_expect 0 -- "$hostile" own-new 200
+    expect_verdict PASS host.heap_bytes
+    ;;
+  hostile_closefrom)
+    # closefrom(3), then its own sockets up to and past the channel's number: they receive
+    # nothing (the program exits 3 if one does) and every step still arrives.
+    watch_expect 0 -- "$hostile" closefrom 200
+    expect_verdict PASS host.heap_bytes
+    expect_steps 200
+    ;;
+  hostile_raw_close)
+    # A raw close_range syscall (behind the hooks) and its own socket dup2'd onto the channel's
+    # number: no record reaches it (exit 0), and the report says the channel was lost.
+    watch_expect 4 -- "$hostile" raw-close 200
+    report_field "w['evidence']" | grep -q "channel closed before the program ended" || fail "the evidence does not say the channel was lost"
+    ;;
+  hostile_dup2_over)
+    watch_expect 0 -- "$hostile" dup2-over 200
+    expect_verdict PASS host.heap_bytes
+    expect_steps 200
+    ;;
+  hostile_two_sigint)
+    # The program finishes its epoch on the first SIGINT and stops on the second: both reach it.
+    timeout 60 "$leakbound" watch --out "$out" -- "$hostile" two-sigint 100000 >"$out_root/$case_name.stdout" 2>&1 &
+    watcher=$!
+    for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
+    sleep 0.5
+    pid=$(pgrep -P $watcher); kill -INT "$pid" 2>/dev/null  # timeout's child is watch
+    sleep 0.3
+    kill -INT "$pid" 2>/dev/null
+    wait $watcher; got=$?
+    [ $got = 130 ] || { cat "$out_root/$case_name.stdout" >&2; fail "exit $got, want 130 (124: the second SIGINT never reached the program)"; }
+    grep -q "stopped at step" "$out_root/$case_name.stdout" || fail "the program did not stop on the second SIGINT"
+    ;;
+  hostile_read_tty)
+    # On a terminal the program's group is the foreground one: it reads its prompt's answer
+    # (it used to stop on SIGTTIN, and watch waited forever).
+    python3 - "$leakbound" "$out" "$hostile" <<'PY' || fail "the program could not read its terminal under watch"
+import os, pty, select, sys, time
+leakbound, out, hostile = sys.argv[1:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(leakbound, [leakbound, "watch", "--out", out, "--", hostile, "read-tty", "200"])
+seen, sent, status, deadline = b"", False, None, time.time() + 60
+while time.time() < deadline and status is None:
+    if select.select([fd], [], [], 0.2)[0]:
+        try:
+            seen += os.read(fd, 4096)
+        except OSError:
+            pass
+    if b"continue?" in seen and not sent:
+        os.write(fd, b"yes\n")
+        sent = True
+    done, code = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = os.waitstatus_to_exitcode(code)
+if status is None:
+    os.kill(pid, 9)
+    sys.exit("watch still running after 60 s; terminal said: %r" % seen[-300:])
+if status != 0 or b"got yes" not in seen:
+    sys.exit("exit %s; terminal said: %r" % (status, seen[-300:]))
+PY
+    expect_verdict PASS host.heap_bytes
+    ;;
+  hostile_leak_exit)
+    # A leak, then exit status 3: exit 1 (a leak), with the program's status in the report.
+    watch_expect 1 -- "$hostile" leak-exit 300
+    expect_verdict unbounded-growth host.heap_bytes
+    report_field "w['evidence'] + w['description']" | grep -q "exited with status 3" || fail "the program's status is not in the report"
+    ;;
+  hostile_bad_text)
+    # Text that is not UTF-8 (an argument, a note, a note cut mid-character): written with U+FFFD.
+    watch_expect 0 -- "$hostile" bad-text 200 $'caf\xe9'
+    expect_verdict PASS host.heap_bytes
+    report_field "w['description']" | grep -q $'caf\xef\xbf\xbd' || fail "the note is not in the report"
+    python3 -c "import json; json.load(open('$out/trace.json'))" || fail "trace.json is not valid JSON"
+    ;;
+  hostile_launcher)
+    # A shell wrapper runs the steps in a child: the report says so.
+    # bash forks (fork, counted); dash and posix_spawn use vfork, which the preload cannot count.
+    watch_expect 4 -- /bin/bash -c "'$c_steps' leak 200 >/dev/null; echo done"
+    report_field "w['description']" | grep -q "no step arrived from the program itself" || fail "the report does not say a child ran the steps"
     ;;
   cli_no_command)
     watch_expect 2 -- 

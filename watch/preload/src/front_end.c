@@ -130,29 +130,60 @@ LB_EXPORT void* pvalloc(size_t size) {
 
 /* C++ operator new/delete: defined here so that the call site is the caller of new, not
  * libstdc++'s operator new. On failure, the real operator new (new-handler, bad_alloc) is
- * called; it is found with dlsym only then. */
+ * called; it is found with dlsym only then.
+ *
+ * The array and sized forms do what libstdc++'s do: forward to the plain operator new(size_t)
+ * and operator delete(void*) that the process resolves. A program may replace only those two
+ * (the standard allows it, a tracking header is a common pattern) and then expects new[], the
+ * sized deletes and delete[] to reach its own: the preload's used to call free() directly on the
+ * program's pointer ("free(): invalid pointer"). InitPreloadFrontEnd resolves the two; while they
+ * are the preload's own (the usual case, and before the constructor runs) the forms call the
+ * shared helpers directly, so that the call site stays the caller of new[]. */
 typedef void* (*NewFn)(size_t);
+typedef void (*DeleteFn)(void*);
+static NewFn g_program_new;       /* the program's operator new(size_t), or NULL: ours */
+static DeleteFn g_program_delete; /* the program's operator delete(void*), or NULL: ours */
+
 static void* RealNew(const char* name, size_t size) {
   NewFn real = (NewFn)dlsym(RTLD_NEXT, name);
   return real ? real(size) : NULL;
 }
-LB_EXPORT void* _Znwm(size_t size) {
-  void* block = MallocAt(size ? size : 1, PC());
-  return block ? block : RealNew("_Znwm", size);
+static void* NewAt(const char* name, size_t size, uintptr_t pc) {
+  void* block = MallocAt(size ? size : 1, pc);
+  return block ? block : RealNew(name, size);
 }
+static void DeleteOf(void* block) {
+  DeleteFn program = g_program_delete;
+  if (program) {
+    program(block);
+  } else if (block) {
+    Uncounted(block);
+    __libc_free(block);
+  }
+}
+LB_EXPORT void* _Znwm(size_t size) { return NewAt("_Znwm", size, PC()); }
 LB_EXPORT void* _Znam(size_t size) {
-  void* block = MallocAt(size ? size : 1, PC());
-  return block ? block : RealNew("_Znam", size);
+  NewFn program = g_program_new;
+  return program ? program(size) : NewAt("_Znam", size, PC());
 }
-LB_EXPORT void _ZdlPv(void* block) { free(block); }
-LB_EXPORT void _ZdaPv(void* block) { free(block); }
+LB_EXPORT void _ZdlPv(void* block) { DeleteOf(block); }
+LB_EXPORT void _ZdaPv(void* block) { DeleteOf(block); }
 LB_EXPORT void _ZdlPvm(void* block, size_t size) {
   (void)size;
-  free(block);
+  DeleteOf(block);
 }
 LB_EXPORT void _ZdaPvm(void* block, size_t size) {
   (void)size;
-  free(block);
+  DeleteOf(block);
+}
+
+/* The process's operator new(size_t) / delete(void*) when another module (the program)
+ * defines them before this library in the search order; NULL when they are ours. */
+static void* ProgramsOwn(const char* name) {
+  void* resolved = dlsym(RTLD_DEFAULT, name);
+  Dl_info where, self;
+  if (!resolved || !dladdr(resolved, &where) || !dladdr((void*)&NewAt, &self)) return NULL;
+  return where.dli_fbase == self.dli_fbase ? NULL : resolved;
 }
 
 /* ---- anonymous mappings ----------------------------------------------------------------- */
@@ -275,4 +306,6 @@ __attribute__((constructor(102))) static void InitPreloadFrontEnd(void) {
                              "unavailable: another malloc precedes libleakbound_preload in the "
                              "symbol search order (load it with LD_PRELOAD)");
   }
+  g_program_new = (NewFn)ProgramsOwn("_Znwm");
+  g_program_delete = (DeleteFn)ProgramsOwn("_ZdlPv");
 }

@@ -17,14 +17,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "leakbound/watch/heap.h"
 #include "preload_internal.h"
 
-static int g_fd = -1;
+static _Atomic int g_fd = -1;
+static ino_t g_channel_ino; /* the channel's identity (LEAKBOUND_WATCH_CHANNEL), checked per send */
 static _Atomic int g_followed;
 static pid_t g_pid;
 static _Atomic uint64_t g_forks;
@@ -48,13 +52,22 @@ static int Followed(void) {
 /* One record, one send: a SOCK_SEQPACKET message is delivered whole or not at
  * all, and MSG_NOSIGNAL turns a vanished parent into EPIPE (we stop reporting)
  * instead of SIGPIPE. */
-static void Send(leakbound_watch_record *record) {
-  record->magic = LEAKBOUND_WATCH_MAGIC;
-  record->version = LEAKBOUND_WATCH_VERSION;
-  record->pid = (uint32_t)g_pid;
-  if (record->time_ns == 0) record->time_ns = NowNs();
+static int ChannelIntact(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == g_channel_ino;
+}
+
+/* Sends one message; stops following when the channel is gone. The descriptor is checked first:
+ * a program that closed it behind the hooks below (a raw close_range syscall) and opened its own
+ * socket at that number must never receive a record. */
+static void SendBytes(const void *bytes, size_t size) {
+  const int fd = atomic_load(&g_fd);
+  if (!ChannelIntact(fd)) {
+    atomic_store(&g_followed, 0);
+    return;
+  }
   for (;;) {
-    ssize_t sent = send(g_fd, record, sizeof *record, MSG_NOSIGNAL);
+    ssize_t sent = send(fd, bytes, size, MSG_NOSIGNAL);
     if (sent >= 0) return;
     if (errno == EINTR) continue;
     atomic_store(&g_followed, 0);
@@ -62,9 +75,21 @@ static void Send(leakbound_watch_record *record) {
   }
 }
 
+static void Send(leakbound_watch_record *record) {
+  record->magic = LEAKBOUND_WATCH_MAGIC;
+  record->version = LEAKBOUND_WATCH_VERSION;
+  record->pid = (uint32_t)g_pid;
+  if (record->time_ns == 0) record->time_ns = NowNs();
+  SendBytes(record, sizeof *record);
+}
+
+/* Cut at a character boundary when too long: a UTF-8 sequence is never split. */
 static void CopyText(char *out, const char *text) {
   size_t n = strlen(text);
-  if (n >= LEAKBOUND_WATCH_TEXT) n = LEAKBOUND_WATCH_TEXT - 1;
+  if (n >= LEAKBOUND_WATCH_TEXT) {
+    n = LEAKBOUND_WATCH_TEXT - 1;
+    while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) --n;
+  }
   memcpy(out, text, n);
   out[n] = '\0';
 }
@@ -127,13 +152,7 @@ static void SendBatch(leakbound_watch_kind kind) {
   g_site_batch.pid = (uint32_t)g_pid;
   const size_t size = offsetof(leakbound_watch_site_batch, entries) +
                       g_site_batch.count * sizeof(leakbound_watch_site_entry);
-  for (;;) {
-    ssize_t sent = send(g_fd, &g_site_batch, size, MSG_NOSIGNAL);
-    if (sent >= 0) break;
-    if (errno == EINTR) continue;
-    atomic_store(&g_followed, 0); /* the parent is gone, as in Send */
-    break;
-  }
+  SendBytes(&g_site_batch, size);
   g_site_batch.count = 0;
 }
 
@@ -323,11 +342,84 @@ static void *TimerThread(void *unused) {
   return NULL;
 }
 
+/* ---- the channel's descriptor ------------------------------------------------------------
+ * A program may close every descriptor it did not open (closefrom(3), close_range, a loop of
+ * close) or dup2 onto any number. In the followed process these hooks keep the channel out of
+ * the way, as if it were not there, which is what the program sees when run bare: close() of its
+ * number fails with EBADF (it is not one of the program's descriptors), closefrom / close_range
+ * close everything around it, and dup2 / dup3 onto its number first move the channel to another
+ * number. Raw syscalls pass by the hooks; SendBytes's identity check then stops the reports
+ * (the watcher says the channel was lost) rather than write into the program's own descriptor. */
+static int OurDescriptor(int fd) { return fd >= 0 && fd == atomic_load(&g_fd) && Followed(); }
+
+static int RawCloseRange(unsigned first, unsigned last, int flags) {
+  return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+LB_EXPORT int close(int fd) {
+  if (OurDescriptor(fd)) {
+    errno = EBADF;
+    return -1;
+  }
+  return (int)syscall(SYS_close, fd);
+}
+
+LB_EXPORT int close_range(unsigned first, unsigned last, int flags) {
+  const int fd = atomic_load(&g_fd);
+  if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last && Followed()) {
+    int result = 0;
+    if ((unsigned)fd > first) result = RawCloseRange(first, (unsigned)fd - 1, flags);
+    if (result == 0 && (unsigned)fd < last) result = RawCloseRange((unsigned)fd + 1, last, flags);
+    return result;
+  }
+  return RawCloseRange(first, last, flags);
+}
+
+LB_EXPORT void closefrom(int lowest) {
+  if (lowest < 0) lowest = 0;
+  if (close_range((unsigned)lowest, ~0u, 0) == 0) return;
+  /* No close_range (kernel < 5.9): every descriptor up to the table's size, the hook's way. */
+  const long most = sysconf(_SC_OPEN_MAX);
+  for (long d = lowest; d < most; ++d) close((int)d);
+}
+
+/* Moves the channel off `wanted` before the program dup2s onto it. 0: go on with the dup2. */
+static int MoveChannelOff(int wanted) {
+  if (!OurDescriptor(wanted)) return 0;
+  const int moved = fcntl(wanted, F_DUPFD, wanted + 1);
+  if (moved < 0) {
+    atomic_store(&g_followed, 0); /* no room: the program's dup2 wins, the reports stop */
+    return 0;
+  }
+  atomic_store(&g_fd, moved);
+  return 0;
+}
+
+LB_EXPORT int dup2(int old_fd, int new_fd) {
+  if (old_fd != new_fd) MoveChannelOff(new_fd);
+  return (int)syscall(SYS_dup2, old_fd, new_fd);
+}
+
+LB_EXPORT int dup3(int old_fd, int new_fd, int flags) {
+  if (old_fd != new_fd) MoveChannelOff(new_fd);
+  return (int)syscall(SYS_dup3, old_fd, new_fd, flags);
+}
+
 /* ---- lifetime
  * -----------------------------------------------------------------------------
  */
 
-static void CountFork(void) { atomic_fetch_add(&g_forks, 1); }
+static void CountFork(void) {
+  const uint64_t forks = atomic_fetch_add(&g_forks, 1) + 1;
+  if (!Followed()) return;
+  leakbound_heap_exclude_begin();
+  leakbound_watch_record record;
+  memset(&record, 0, sizeof record);
+  record.kind = LEAKBOUND_WATCH_FORK;
+  record.counters.forks = forks;
+  Send(&record);
+  leakbound_heap_exclude_end();
+}
 static void ForgetInChild(void) { atomic_store(&g_followed, 0); }
 
 static long EnvNumber(const char *name, long fallback) {
@@ -344,6 +436,10 @@ __attribute__((constructor(103))) static void StartWatch(void) {
   long fd = EnvNumber(LEAKBOUND_WATCH_ENV_FD, -1);
   long pid = EnvNumber(LEAKBOUND_WATCH_ENV_PID, -1);
   if (fd < 0 || pid != (long)getpid()) return; /* not the followed process: count, stay silent */
+  /* The descriptor must still be the channel watch opened: an image exec'd by the followed
+   * process inherits the number, not necessarily the socket. */
+  g_channel_ino = (ino_t)EnvNumber(LEAKBOUND_WATCH_ENV_CHANNEL, 0);
+  if (!ChannelIntact((int)fd)) return;
   g_fd = (int)fd;
   g_pid = getpid();
   atomic_store(&g_followed, 1);

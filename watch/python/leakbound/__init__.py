@@ -101,7 +101,8 @@ def mark():
 def note(text):
     """Adds a line to the report (e.g. what a step is)."""
     if _note is not None:
-        _note(str(text).encode("utf-8", "replace")[:180])
+        # At most 180 bytes, cut at a character boundary (never mid-character).
+        _note(str(text).encode("utf-8", "replace")[:180].decode("utf-8", "ignore").encode("utf-8"))
 
 
 def watching():

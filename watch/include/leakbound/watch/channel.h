@@ -15,13 +15,14 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 4
+#define LEAKBOUND_WATCH_VERSION 5
 #define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
 #define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
 #define LEAKBOUND_WATCH_SITE_BATCH 168 /* sites in one SITES message (4,056 bytes) */
 
 /* Environment the parent sets for the child. */
 #define LEAKBOUND_WATCH_ENV_FD "LEAKBOUND_WATCH_FD"
+#define LEAKBOUND_WATCH_ENV_CHANNEL "LEAKBOUND_WATCH_CHANNEL" /* its inode: the socket's identity */
 #define LEAKBOUND_WATCH_ENV_PID "LEAKBOUND_WATCH_PID"              /* the one process followed */
 #define LEAKBOUND_WATCH_ENV_INTERVAL "LEAKBOUND_WATCH_INTERVAL_NS" /* timer sampling */
 #define LEAKBOUND_WATCH_ENV_SITES "LEAKBOUND_WATCH_SITES"          /* "0": no call sites */
@@ -49,7 +50,11 @@ typedef enum leakbound_watch_kind {
    * entries are cohorts (site: cohort index, bytes, allocations: blocks still live), only the
    * non-empty ones, in one or more messages with the seq of the STEP/TICK they precede. Cohort
    * 0 began at process start; cohort c + 1 began right after the sample of the c-th census. */
-  LEAKBOUND_WATCH_CENSUS = 11
+  LEAKBOUND_WATCH_CENSUS = 11,
+  /* The followed process forked (sent in the parent right after; counters.forks: forks so far,
+   * the rest zero): a launcher that marks no step and ends with _exit is still known to have
+   * run a child. */
+  LEAKBOUND_WATCH_FORK = 12
 } leakbound_watch_kind;
 
 typedef struct leakbound_watch_counters {
