@@ -254,7 +254,8 @@ void PrintSummary(const reports::Report& report, std::ostream& out) {
     std::ostringstream allocs;
     allocs << std::fixed << std::setprecision(1) << w.allocations_per_step;
     out << std::left << std::setw(30) << w.name << std::setw(6) << w.kind << std::setw(26)
-        << w.verdict << std::setw(10) << (w.met_expectation ? "yes" : "NO") << std::right
+        << w.verdict << std::setw(10)
+        << (reports::IsWatched(w) ? "-" : w.met_expectation ? "yes" : "NO") << std::right
         << std::setw(12) << reports::FormatBytes(w.steady_live_bytes) << std::setw(12)
         << reports::FormatBytes(w.peak_bytes) << std::setw(13) << allocs.str() << std::setw(12)
         << reports::FormatDuration(w.step_time_ns) << "\n";
@@ -271,9 +272,15 @@ void PrintSummary(const reports::Report& report, std::ostream& out) {
 
 void PrintDetectionTable(const reports::Report& report, std::ostream& out) {
   std::map<reports::VerdictClass, std::pair<int, int>> by_class;  // planted class -> (entries, detected)
-  int clean = 0, false_positives = 0, errors = 0;
+  int clean = 0, false_positives = 0, errors = 0, watched = 0, watched_leaks = 0;
   for (const auto& w : report.workloads) {
-    if (w.kind == "zoo") {
+    if (reports::IsWatched(w)) {  // no expectation: a leak is a finding, not a false positive
+      ++watched;
+      watched_leaks += w.verdict != reports::kPass && w.verdict != reports::kInconclusive &&
+                               w.verdict != reports::kError
+                           ? 1
+                           : 0;
+    } else if (w.kind == "zoo") {
       auto& [entries, detected] = by_class[w.expectation];
       ++entries;
       detected += w.met_expectation ? 1 : 0;
@@ -292,6 +299,7 @@ void PrintDetectionTable(const reports::Report& report, std::ostream& out) {
   }
   out << "clean workloads and traps: " << clean << ", false positives: " << false_positives;
   if (errors > 0) out << ", errors: " << errors;
+  if (watched > 0) out << "; watched programs: " << watched << ", leaks found: " << watched_leaks;
   out << "\n";
 }
 

@@ -294,8 +294,37 @@ std::string_view OutcomeLabel(Outcome outcome) {
   return "unknown";
 }
 
+bool IsWatched(const WorkloadResult& workload) { return workload.kind == "watched"; }
+
+std::string WatchedResult(const Report& report) {
+  if (report.workloads.empty()) return "";
+  int leaks = 0, unjudged = 0;
+  for (const WorkloadResult& workload : report.workloads) {
+    if (!IsWatched(workload)) return "";
+    if (workload.verdict == kInconclusive || workload.verdict == kError) {
+      ++unjudged;
+    } else if (workload.verdict != kPass) {
+      ++leaks;
+    }
+  }
+  const std::size_t total = report.workloads.size();
+  if (leaks > 0) {
+    return total == 1 ? "a leak was found (" + std::string(ToString(report.workloads[0].verdict)) + ")"
+                      : "a leak was found in " + std::to_string(leaks) + " of " +
+                            std::to_string(total) + " watched programs";
+  }
+  if (unjudged > 0) {
+    return total == 1 ? "no verdict on memory (" +
+                            std::string(ToString(report.workloads[0].verdict)) +
+                            "): see the evidence"
+                      : "no leak was found; " + std::to_string(unjudged) + " of " +
+                            std::to_string(total) + " watched programs have no verdict";
+  }
+  return total == 1 ? "no leak was found" : "no leak was found in the watched programs";
+}
+
 int FalsePositives(const WorkloadResult& workload) {
-  if (workload.kind == "zoo") return 0;
+  if (workload.kind == "zoo" || IsWatched(workload)) return 0;
   int flagged = 0;
   for (const CounterVerdict& counter : workload.counters) {
     if (counter.verdict != kPass) ++flagged;

@@ -159,7 +159,11 @@ void AppendMetadata(const Report& report, std::string& out) {
                                       : " workloads that finished are") +
         " in this report, and the rest were not run.</p>";
   }
-  if (missed == 0) {
+  if (const std::string watched = WatchedResult(report); !watched.empty()) {
+    const bool ok = missed == 0;
+    out += std::string("<p class=\"result ") + (ok ? "ok" : "bad") + "\">Result: " +
+           EscapeHtml(watched) + ".</p>";
+  } else if (missed == 0) {
     out += report.workloads.size() == 1
                ? std::string("<p class=\"result ok\">The workload met its expectation.</p>")
                : "<p class=\"result ok\">All " + total + " workloads met their expectation.</p>";
@@ -218,9 +222,10 @@ void AppendSummary(const Report& report, std::string& out) {
                 "</code></a>");
     out += Cell(EscapeHtml(workload.kind));
     out += Cell(Badge(BadgeClass(WorkloadOutcome(workload)), ToString(workload.verdict)));
-    out += Cell(workload.met_expectation ? std::string("yes")
-                                         : "<strong>no</strong>, expected " +
-                                               EscapeHtml(ToString(workload.expectation)));
+    out += Cell(IsWatched(workload)     ? std::string("-")
+                : workload.met_expectation ? std::string("yes")
+                                           : "<strong>no</strong>, expected " +
+                                                 EscapeHtml(ToString(workload.expectation)));
     out += Cell(figures.counter.empty() ? std::string("-")
                                         : "<code>" + EscapeHtml(figures.counter) + "</code>");
     out += Cell(EscapeHtml(figures.growth), true);
@@ -357,8 +362,11 @@ void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& 
          "\"><header><h2><code>" + EscapeHtml(workload.name) + "</code></h2><span class=\"chip\">" +
          EscapeHtml(workload.kind) + "</span>" +
          Badge(BadgeClass(outcome), ToString(workload.verdict)) +
-         "<span class=\"expect\">expected " + EscapeHtml(ToString(workload.expectation)) +
-         " &middot; " + EscapeHtml(std::string(OutcomeLabel(outcome))) + "</span></header>";
+         (IsWatched(workload)
+              ? std::string("<span class=\"expect\">a watched program</span>")
+              : "<span class=\"expect\">expected " + EscapeHtml(ToString(workload.expectation)) +
+                    " &middot; " + EscapeHtml(std::string(OutcomeLabel(outcome))) + "</span>") +
+         "</header>";
   if (!workload.description.empty()) {
     out += "<p class=\"desc\">" + EscapeHtml(workload.description) + "</p>";
   }

@@ -74,7 +74,9 @@ void AppendResultLine(const Report& report, std::string& out) {
                                          : " workloads that finished are") +
            " in this report, and the rest were not run.\n\n";
   }
-  if (missed == 0) {
+  if (const std::string watched = WatchedResult(report); !watched.empty()) {
+    out += "**Result: " + watched + ".**\n\n";
+  } else if (missed == 0) {
     out += report.workloads.size() == 1
                ? std::string("**Result: the workload met its expectation.**\n\n")
                : "**Result: all " + total + " workloads met their expectation.**\n\n";
@@ -94,8 +96,10 @@ void AppendSummary(const Report& report, std::string& out) {
     AppendRow(
         out,
         {MarkdownEscape(workload.name), MarkdownEscape(workload.kind),
-         MarkdownEscape(ToString(workload.expectation)), MarkdownEscape(ToString(workload.verdict)),
-         workload.met_expectation ? "yes" : "**NO**", FormatBytes(workload.steady_live_bytes),
+         IsWatched(workload) ? std::string("-") : MarkdownEscape(ToString(workload.expectation)),
+         MarkdownEscape(ToString(workload.verdict)),
+         IsWatched(workload) ? std::string("-") : workload.met_expectation ? "yes" : "**NO**",
+         FormatBytes(workload.steady_live_bytes),
          FormatBytes(workload.peak_bytes), FormatCount(workload.allocations_per_step),
          FormatDuration(workload.step_time_ns)});
   }
@@ -108,6 +112,7 @@ void AppendDetection(const Report& report, std::string& out) {
   int zoo_total = 0;
   int zoo_detected = 0;
   int others = 0;
+  int watched = 0;
   int false_positives = 0;
   for (const WorkloadResult& workload : report.workloads) {
     std::string planted;
@@ -123,6 +128,13 @@ void AppendDetection(const Report& report, std::string& out) {
       } else {
         result = "**misclassified**";
       }
+    } else if (IsWatched(workload)) {
+      ++watched;
+      planted = "- (a watched program)";
+      result = workload.verdict == kPass ? "no leak found"
+               : workload.verdict == kInconclusive || workload.verdict == kError
+                   ? "no verdict"
+                   : "**leak found**";
     } else {
       ++others;
       planted = "none";
@@ -135,17 +147,26 @@ void AppendDetection(const Report& report, std::string& out) {
     AppendRow(out, {MarkdownEscape(workload.name), MarkdownEscape(workload.kind), planted,
                     MarkdownEscape(ToString(workload.verdict)), result});
   }
-  out += "\nZoo: " + std::to_string(zoo_detected) + " of " + std::to_string(zoo_total) +
-         " planted leaks detected with their class. Clean and trap workloads: " +
-         std::to_string(false_positives) + " false positive" + (false_positives == 1 ? "" : "s") +
-         " in " + std::to_string(others) + " workload" + (others == 1 ? "" : "s") + ".\n\n";
+  if (zoo_total + others > 0) {
+    out += "\nZoo: " + std::to_string(zoo_detected) + " of " + std::to_string(zoo_total) +
+           " planted leaks detected with their class. Clean and trap workloads: " +
+           std::to_string(false_positives) + " false positive" + (false_positives == 1 ? "" : "s") +
+           " in " + std::to_string(others) + " workload" + (others == 1 ? "" : "s") + ".";
+  }
+  if (watched > 0) {
+    out += std::string(zoo_total + others > 0 ? " " : "\n") + "Watched programs: " +
+           std::to_string(watched) + " (a program leaks or it does not: a leak found is a finding).";
+  }
+  out += "\n\n";
 }
 
 void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
-  out += "### " + MarkdownEscape(workload.name) + ": " +
-         MarkdownEscape(ToString(workload.verdict)) + " (expected " +
-         MarkdownEscape(ToString(workload.expectation)) + ", " +
-         std::string(OutcomeLabel(WorkloadOutcome(workload))) + ")\n\n";
+  out += "### " + MarkdownEscape(workload.name) + ": " + MarkdownEscape(ToString(workload.verdict)) +
+         (IsWatched(workload) ? std::string()
+                              : " (expected " + MarkdownEscape(ToString(workload.expectation)) +
+                                    ", " + std::string(OutcomeLabel(WorkloadOutcome(workload))) +
+                                    ")") +
+         "\n\n";
   if (!workload.description.empty()) out += MarkdownEscape(workload.description) + "\n\n";
   out += "> " +
          (workload.evidence.empty() ? std::string("(no evidence recorded)")

@@ -62,6 +62,41 @@ TEST(ReportMarkdownTest, DetectionTable_ComparesPlantedAndDetected) {
                        "workloads: 1 false positive in 3 workloads.\n"));
 }
 
+// A program `leakbound watch` ran has no expectation: no "expected", no "Met?", no false
+// positive; the result line says whether a leak was found.
+Report WatchedReport(VerdictClass verdict) {
+  Report report = testing::MakeSampleReport();
+  report.workloads.resize(1);
+  WorkloadResult& w = report.workloads[0];
+  w.name = "train.py";
+  w.kind = "watched";
+  w.expectation = kPass;
+  w.verdict = verdict;
+  w.met_expectation = verdict == kPass;
+  return report;
+}
+
+TEST(ReportMarkdownTest, WatchedProgram_HasNoExpectation) {
+  const std::string leak = RenderMarkdown(WatchedReport(kUnboundedGrowth));
+  EXPECT_TRUE(Contains(leak, "**Result: a leak was found (unbounded-growth).**")) << leak;
+  EXPECT_FALSE(Contains(leak, "expectation")) << leak;
+  EXPECT_FALSE(Contains(leak, "expected")) << leak;
+  EXPECT_TRUE(Contains(leak, "| train.py | watched | - (a watched program) | unbounded-growth | "
+                             "**leak found** |\n"))
+      << leak;
+  EXPECT_TRUE(Contains(leak, "1 false positive") == false) << leak;
+  const std::string unjudged = RenderMarkdown(WatchedReport(kInconclusive));
+  EXPECT_TRUE(Contains(unjudged, "**Result: no verdict on memory (inconclusive)")) << unjudged;
+  EXPECT_TRUE(Contains(unjudged, "| train.py | watched | - (a watched program) | inconclusive | "
+                                 "no verdict |\n"))
+      << unjudged;
+  EXPECT_FALSE(Contains(unjudged, "false positive**")) << unjudged;
+  EXPECT_TRUE(Contains(RenderMarkdown(WatchedReport(kPass)), "**Result: no leak was found.**"));
+  const std::string html = RenderHtml(WatchedReport(kUnboundedGrowth));
+  EXPECT_TRUE(Contains(html, "Result: a leak was found (unbounded-growth).")) << html;
+  EXPECT_FALSE(Contains(html, "expected PASS")) << html;
+}
+
 TEST(ReportMarkdownTest, Details_OnlyForWorkloadsThatDidNotPassOrMissed) {
   const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
   EXPECT_FALSE(Contains(markdown, "### mlp_sgd"));

@@ -93,6 +93,13 @@ std::string_view OutcomeLabel(Outcome outcome);  // "passed", "expected detectio
 // verdicts that are not PASS, at least 1 when the workload verdict itself is not PASS. 0 for zoo.
 int FalsePositives(const WorkloadResult& workload);
 
+// A program `leakbound watch` ran: it has no expectation (it leaks or it does not), so the
+// renderers show no "expected", "met?" or false-positive count for it.
+bool IsWatched(const WorkloadResult& workload);
+// The result line of a report whose workloads are all watched programs: "a leak was found",
+// "no leak was found", "no verdict: ..."; empty when some workload is not watched.
+std::string WatchedResult(const Report& report);
+
 // Age range of outstanding allocations: "7" or "3-12" (newest-oldest, in steps).
 std::string FormatAgeSteps(const Attribution& row);
 
