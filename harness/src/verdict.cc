@@ -353,9 +353,11 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
     // frees both alike.
     std::vector<double> pace(static_cast<std::size_t>(blocks), 0.0);
     std::vector<double> paces;
+    std::size_t learnt_from = 0;  // the block of the last pace
     for (int k = 0; k + 2 < blocks; ++k) {  // blocks that were already aged a block ago
       const std::size_t i = static_cast<std::size_t>(k);
       if (then[i] < j.floor_bytes || then_blocks[i] <= 0) continue;
+      learnt_from = i;
       pace[i] = std::min(std::max(0.0, then[i] - j.survivor_bytes[i]) / then[i],
                          std::max(0.0, then_blocks[i] - j.survivor_blocks[i]) / then_blocks[i]);
       paces.push_back(pace[i]);
@@ -371,9 +373,12 @@ CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCo
       j.decay_pace = paces.size() % 2 == 1 ? paces[m] : 0.5 * (paces[m - 1] + paces[m]);
     }
     if (paces.size() == 1 && j.decay_pace > 0) {
-      // One block to learn the pace from (3 blocks): a one-off free cannot be told from a
-      // steady one, so only that block is discounted, and by fewer blocks ahead.
-      j.persistent[0] = j.survivor_bytes[0] * std::max(0.0, 1.0 - kCensusDecayBlocks * pace[0]);
+      // One block to learn the pace from (3 blocks, or the others under the floor): a one-off
+      // free cannot be told from a steady one, so only that block is discounted, by fewer
+      // blocks ahead.
+      j.persistent[learnt_from] =
+          j.survivor_bytes[learnt_from] *
+          std::max(0.0, 1.0 - kCensusDecayBlocks * pace[learnt_from]);
       j.decay_ahead = kCensusDecayBlocks;
     } else if (paces.size() > 1 && j.decay_pace > 0) {
       const double kept = std::max(0.0, 1.0 - kCensusPooledDecayBlocks * j.decay_pace);

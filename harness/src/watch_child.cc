@@ -301,40 +301,33 @@ bool Drain(int fd, WatchRecording &recording, bool block) {
   }
 }
 
-// The terminal watch runs in the foreground of, if any. The program runs in a process group of
-// its own (so that watch can signal all of it); on a terminal that group is made the foreground
-// one, as a shell does for a job, so that the program can read the terminal (a prompt) and gets
-// Ctrl-C, Ctrl-Z and Ctrl-\ itself; watch takes the terminal back when the program stops or ends.
+// The controlling terminal, if any. The program runs in a process group of its own (so that
+// watch can signal all of it); while watch holds the terminal's foreground, that group is made
+// the foreground one, as a shell does for a job, so that the program can read the terminal (a
+// prompt) and gets Ctrl-C, Ctrl-Z and Ctrl-\ itself; watch takes the terminal back when the
+// program stops or ends. The foreground is checked at each handover, never assumed.
 class Terminal {
  public:
-  Terminal() {
-    fd_ = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
-    if (fd_ >= 0 && ::tcgetpgrp(fd_) != ::getpgrp()) {  // no terminal, or watch in the background
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
+  Terminal() : fd_(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)) {}
   ~Terminal() {
     if (fd_ >= 0) ::close(fd_);
   }
   Terminal(const Terminal &) = delete;
   Terminal &operator=(const Terminal &) = delete;
   int fd() const { return fd_; }
-  // Makes `group` the terminal's foreground group, if watch holds the terminal. SIGTTOU is
-  // blocked around the call: a background process may then set it (POSIX). Async-signal-safe.
-  static void GiveTo(int fd, pid_t group) {
-    if (fd < 0) return;
+  // Makes `to` the foreground group if `from` holds it now. SIGTTOU is blocked around the call,
+  // so that a process outside the foreground may set it (POSIX). Async-signal-safe.
+  static void Hand(int fd, pid_t from, pid_t to) {
+    if (fd < 0 || ::tcgetpgrp(fd) != from) return;
     sigset_t ttou, saved;
     sigemptyset(&ttou);
     sigaddset(&ttou, SIGTTOU);
     ::sigprocmask(SIG_BLOCK, &ttou, &saved);
-    ::tcsetpgrp(fd, group);
+    ::tcsetpgrp(fd, to);
     ::sigprocmask(SIG_SETMASK, &saved, nullptr);
   }
-  // Back to watch, if the program's group holds it now.
-  void TakeBack(pid_t program_group) const {
-    if (fd_ >= 0 && ::tcgetpgrp(fd_) == program_group) GiveTo(fd_, ::getpgrp());
-  }
+  void GiveTo(pid_t program_group) const { Hand(fd_, ::getpgrp(), program_group); }
+  void TakeBack(pid_t program_group) const { Hand(fd_, program_group, ::getpgrp()); }
 
  private:
   int fd_ = -1;
@@ -427,7 +420,7 @@ std::string DeviceAbsentReason(const WatchPaths &paths) {
 std::string WatchRecording::Ending() const {
   if (term_signal != 0) {
     std::string text = "killed by " + SignalName(term_signal);
-    if (forwarded_signal == term_signal) text += " (forwarded by watch)";
+    if (forwarded_mask & (1ull << term_signal)) text += " (forwarded by watch)";
     return text;
   }
   if (exited) return "exited with status " + std::to_string(exit_status);
@@ -496,10 +489,17 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
 
   Terminal terminal;
   SignalForwarding forwarding;
+  const pid_t watch_group = ::getpgrp();
+  // Every signal blocked across fork: the child must not run watch's handlers before its exec.
+  sigset_t all, unblocked;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, &unblocked);
   const auto started = std::chrono::steady_clock::now();
   const pid_t child = ::fork();
-  if (child < 0)
+  if (child < 0) {
+    ::pthread_sigmask(SIG_SETMASK, &unblocked, nullptr);
     throw std::runtime_error(std::string("watch: fork failed: ") + std::strerror(errno));
+  }
   if (child == 0) {
     // Async-signal-safe only: write our pid into the preallocated
     // LEAKBOUND_WATCH_PID entry.
@@ -514,18 +514,20 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
     } while (pid > 0);
     for (int i = 0; i < n; ++i) digits[i] = reversed[n - 1 - i];
     digits[n] = '\0';
-    Terminal::GiveTo(terminal.fd(), ::getpid());
+    Terminal::Hand(terminal.fd(), watch_group, ::getpid());
     struct sigaction restore {};
     restore.sa_handler = SIG_DFL;
     for (int s : kForwarded) ::sigaction(s, &restore, nullptr);
     ::sigaction(SIGCHLD, &restore, nullptr);
+    ::sigprocmask(SIG_SETMASK, &unblocked, nullptr);
     ::execve(program.c_str(), argv.data(), envp.data());
     const int error = errno;
     [[maybe_unused]] ssize_t ignored = ::write(exec_error[1], &error, sizeof error);
     ::_exit(127);
   }
   ::setpgid(child, child);  // both sides, so the group exists before any signal is forwarded
-  Terminal::GiveTo(terminal.fd(), child);
+  terminal.GiveTo(child);
+  ::pthread_sigmask(SIG_SETMASK, &unblocked, nullptr);
   ::close(child_end);
   ::close(exec_error[1]);
   int error = 0;
@@ -548,19 +550,24 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
         const int s = bytes[i];
         if (s == SIGCHLD) continue;
         if (recording.forwarded_signal == 0) recording.forwarded_signal = s;
-        ++recording.signals_forwarded;
+        recording.forwarded_mask |= 1ull << s;
         ::kill(-child, s);
       }
     }
     int status = 0;
     const pid_t waited = ::waitpid(child, &status, WNOHANG | WUNTRACED);
     if (waited == child && WIFSTOPPED(status)) {
-      // Stopped (Ctrl-Z, SIGTTIN, SIGSTOP): watch stops too, so that the shell sees the job
-      // stopped and gets its terminal back; when continued, so is the program.
-      terminal.TakeBack(child);
-      ::kill(::getpid(), SIGSTOP);
-      Terminal::GiveTo(terminal.fd(), child);
-      ::kill(-child, SIGCONT);
+      // A job-control stop on a terminal (Ctrl-Z, or SIGTTIN / SIGTTOU in the background): watch
+      // takes the terminal back and stops its own group, so that the shell sees the job stopped;
+      // when the job is continued (fg: watch holds the terminal again, bg: it does not), so is
+      // the program. Any other stop (SIGSTOP from a debugger) is the stopper's to undo.
+      const int stop = WSTOPSIG(status);
+      if (terminal.fd() >= 0 && (stop == SIGTSTP || stop == SIGTTIN || stop == SIGTTOU)) {
+        terminal.TakeBack(child);
+        ::kill(0, SIGTSTP);  // discarded by the kernel in an orphaned group: then go on
+        terminal.GiveTo(child);
+        ::kill(-child, SIGCONT);
+      }
       continue;
     }
     if (waited == child) {

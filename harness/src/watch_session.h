@@ -102,19 +102,23 @@ struct WatchRecording {
   bool exited = false;
   int exit_status = 0;
   int term_signal = 0;       // killed by this signal (0: exited)
-  int forwarded_signal = 0;   // the first signal watch received and forwarded (SIGINT, ...)
-  int signals_forwarded = 0;  // how many it forwarded in all
+  int forwarded_signal = 0;         // the first signal watch received and forwarded (SIGINT, ...)
+  std::uint64_t forwarded_mask = 0;  // bit N: watch forwarded signal N at least once
   double wall_seconds = 0;
   std::string Ending() const;  // "exited with status 0", "killed by SIGSEGV", ...
   bool Failed() const { return term_signal != 0 || (exited && exit_status != 0); }
   // The program ended normally but its end report (BYE) never came: it ended with _exit, or the
   // channel was closed behind the preload's hooks (a raw close_range / dup2 system call).
   bool ChannelLost() const { return hello && !at_exit && exited; }
-  // The signal that interrupted the run: one watch forwarded, or the SIGINT that ended the
-  // program (Ctrl-C on the terminal goes to the program's foreground group, not to watch); 0: none.
+  // The signal that interrupted the run, 0: none. The one that ended the program if watch had
+  // forwarded it, or if it is SIGINT / SIGQUIT (Ctrl-C / Ctrl-\ on the terminal go to the
+  // program's foreground group, not to watch); else the first one watch forwarded.
   int Interruption() const {
-    if (forwarded_signal != 0) return forwarded_signal;
-    return term_signal == SIGINT ? SIGINT : 0;
+    if (term_signal > 0 && term_signal < 64 && (forwarded_mask & (1ull << term_signal))) {
+      return term_signal;
+    }
+    if (term_signal == SIGINT || term_signal == SIGQUIT) return term_signal;
+    return forwarded_signal;
   }
 };
 

@@ -148,6 +148,18 @@ TEST(CensusRule, OneBlockStillBeingFreed_CountsWhatFourMoreBlocksWouldLeave) {
   EXPECT_NE(fast.outcome, CensusOutcome::kGrowth);
 }
 
+TEST(CensusRule, TheOnlyBlockToLearnFrom_IsTheOneDiscounted) {
+  // Five blocks, but blocks 1 and 3 were under the floor a block ago: block 2 alone gives a pace
+  // (25%), and it is block 2, not block 1, that 4 more blocks at that pace take to nothing.
+  const CensusJudgement j =
+      JudgeCensus("c", Counted(kFive, {10, 300, 20, 500, 0}, {1, 30, 2, 50, 0}), 599, kFive,
+                  false, Counted(kFive, {10, 400, 20, 9000, 0}, {1, 40, 2, 900, 0}));
+  EXPECT_DOUBLE_EQ(j.decay_pace, 0.25);
+  EXPECT_EQ(j.persistent[0], 10);
+  EXPECT_EQ(j.persistent[1], 0);
+  EXPECT_EQ(j.persistent[3], 500);
+}
+
 TEST(CensusRule, AGrownArrayMoved_IsOneAllocationNotAPace) {
   // A vector of leaked pointers: block 1 held 64 leaked 24-byte blocks and the vector's 2 KiB
   // array; the array moved (realloc) in block 3. 57% of the bytes but 1 of 65 allocations:

@@ -189,7 +189,11 @@ case $case_name in
     watcher=$!
     for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
     sleep 0.5
-    pid=$(pgrep -P $watcher); kill -INT "$pid" 2>/dev/null  # timeout's child is watch
+    pid=$(pgrep -P $watcher)  # timeout's child is watch
+    # A SIGSTOP / SIGCONT of the program from outside (no terminal): watch keeps waiting, it does
+    # not stop itself (nobody would continue it).
+    program=$(pgrep -P "$pid"); kill -STOP "$program"; sleep 0.3; kill -CONT "$program"; sleep 0.2
+    kill -INT "$pid" 2>/dev/null
     sleep 0.3
     kill -INT "$pid" 2>/dev/null
     wait $watcher; got=$?

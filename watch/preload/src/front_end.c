@@ -143,6 +143,12 @@ typedef void* (*NewFn)(size_t);
 typedef void (*DeleteFn)(void*);
 static NewFn g_program_new;       /* the program's operator new(size_t), or NULL: ours */
 static DeleteFn g_program_delete; /* the program's operator delete(void*), or NULL: ours */
+static _Atomic int g_operators_resolved;
+/* Set while the program's operator delete runs: in a non-PIE executable that takes the address
+ * of operator delete, the symbol resolves to the executable's PLT stub, which leads back here. */
+static __thread int t_in_program_delete;
+
+static void ResolveProgramOperators(void);
 
 static void* RealNew(const char* name, size_t size) {
   NewFn real = (NewFn)dlsym(RTLD_NEXT, name);
@@ -153,9 +159,12 @@ static void* NewAt(const char* name, size_t size, uintptr_t pc) {
   return block ? block : RealNew(name, size);
 }
 static void DeleteOf(void* block) {
+  if (!atomic_load_explicit(&g_operators_resolved, memory_order_acquire)) ResolveProgramOperators();
   DeleteFn program = g_program_delete;
-  if (program) {
+  if (program && !t_in_program_delete) {
+    t_in_program_delete = 1;
     program(block);
+    t_in_program_delete = 0;
   } else if (block) {
     Uncounted(block);
     __libc_free(block);
@@ -163,6 +172,7 @@ static void DeleteOf(void* block) {
 }
 LB_EXPORT void* _Znwm(size_t size) { return NewAt("_Znwm", size, PC()); }
 LB_EXPORT void* _Znam(size_t size) {
+  if (!atomic_load_explicit(&g_operators_resolved, memory_order_acquire)) ResolveProgramOperators();
   NewFn program = g_program_new;
   return program ? program(size) : NewAt("_Znam", size, PC());
 }
@@ -184,6 +194,14 @@ static void* ProgramsOwn(const char* name) {
   Dl_info where, self;
   if (!resolved || !dladdr(resolved, &where) || !dladdr((void*)&NewAt, &self)) return NULL;
   return where.dli_fbase == self.dli_fbase ? NULL : resolved;
+}
+
+/* On first use (a C++ library's static initialisers run before this library's constructor) and
+ * in the constructor; resolving twice gives the same answer. */
+static void ResolveProgramOperators(void) {
+  g_program_new = (NewFn)ProgramsOwn("_Znwm");
+  g_program_delete = (DeleteFn)ProgramsOwn("_ZdlPv");
+  atomic_store_explicit(&g_operators_resolved, 1, memory_order_release);
 }
 
 /* ---- anonymous mappings ----------------------------------------------------------------- */
@@ -306,6 +324,5 @@ __attribute__((constructor(102))) static void InitPreloadFrontEnd(void) {
                              "unavailable: another malloc precedes libleakbound_preload in the "
                              "symbol search order (load it with LD_PRELOAD)");
   }
-  g_program_new = (NewFn)ProgramsOwn("_Znwm");
-  g_program_delete = (DeleteFn)ProgramsOwn("_ZdlPv");
+  ResolveProgramOperators();
 }

@@ -29,6 +29,9 @@
 
 static _Atomic int g_fd = -1;
 static ino_t g_channel_ino; /* the channel's identity (LEAKBOUND_WATCH_CHANNEL), checked per send */
+/* Held across a send's identity check and the send, and by the dup2 / dup3 hooks, so that no
+ * dup2 onto the channel's number can land between the two. */
+static pthread_mutex_t g_channel_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int g_followed;
 static pid_t g_pid;
 static _Atomic uint64_t g_forks;
@@ -61,18 +64,20 @@ static int ChannelIntact(int fd) {
  * a program that closed it behind the hooks below (a raw close_range syscall) and opened its own
  * socket at that number must never receive a record. */
 static void SendBytes(const void *bytes, size_t size) {
+  pthread_mutex_lock(&g_channel_lock); /* a dup2 onto the channel's number waits for the send */
   const int fd = atomic_load(&g_fd);
   if (!ChannelIntact(fd)) {
     atomic_store(&g_followed, 0);
-    return;
+  } else {
+    for (;;) {
+      ssize_t sent = send(fd, bytes, size, MSG_NOSIGNAL);
+      if (sent >= 0) break;
+      if (errno == EINTR) continue;
+      atomic_store(&g_followed, 0);
+      break;
+    }
   }
-  for (;;) {
-    ssize_t sent = send(fd, bytes, size, MSG_NOSIGNAL);
-    if (sent >= 0) return;
-    if (errno == EINTR) continue;
-    atomic_store(&g_followed, 0);
-    return;
-  }
+  pthread_mutex_unlock(&g_channel_lock);
 }
 
 static void Send(leakbound_watch_record *record) {
@@ -353,7 +358,13 @@ static void *TimerThread(void *unused) {
 static int OurDescriptor(int fd) { return fd >= 0 && fd == atomic_load(&g_fd) && Followed(); }
 
 static int RawCloseRange(unsigned first, unsigned last, int flags) {
+#ifdef SYS_close_range
   return (int)syscall(SYS_close_range, first, last, flags);
+#else
+  (void)first, (void)last, (void)flags;
+  errno = ENOSYS;
+  return -1;
+#endif
 }
 
 LB_EXPORT int close(int fd) {
@@ -395,14 +406,26 @@ static int MoveChannelOff(int wanted) {
   return 0;
 }
 
+/* dup3 onto new_fd, the channel moved off it first. The lock is taken only in the followed
+ * process and only for the channel's number: a forked child (often between fork and exec, with
+ * the lock possibly held by a thread that does not exist in it) never takes it. */
+static int DupOnto(int old_fd, int new_fd, int flags) {
+  if (!OurDescriptor(new_fd)) return (int)syscall(SYS_dup3, old_fd, new_fd, flags);
+  pthread_mutex_lock(&g_channel_lock);
+  MoveChannelOff(new_fd);
+  const int result = (int)syscall(SYS_dup3, old_fd, new_fd, flags);
+  pthread_mutex_unlock(&g_channel_lock);
+  return result;
+}
+
 LB_EXPORT int dup2(int old_fd, int new_fd) {
-  if (old_fd != new_fd) MoveChannelOff(new_fd);
-  return (int)syscall(SYS_dup2, old_fd, new_fd);
+  if (old_fd == new_fd) return fcntl(old_fd, F_GETFD) < 0 ? -1 : new_fd; /* as dup2 does */
+  return DupOnto(old_fd, new_fd, 0);
 }
 
 LB_EXPORT int dup3(int old_fd, int new_fd, int flags) {
-  if (old_fd != new_fd) MoveChannelOff(new_fd);
-  return (int)syscall(SYS_dup3, old_fd, new_fd, flags);
+  if (old_fd == new_fd) return (int)syscall(SYS_dup3, old_fd, new_fd, flags); /* EINVAL */
+  return DupOnto(old_fd, new_fd, flags);
 }
 
 /* ---- lifetime
