@@ -40,7 +40,9 @@ run_build() {  # run_build NAME PRESET "TARGETS (empty: all)" CTEST_ARGS...
   shift 3
   local start=$SECONDS
   echo "=== [$name] configure + build (preset $preset)"
-  cmake --preset "$preset" >"$root/build/$preset.configure.log" 2>&1 || {
+  # Warnings are errors in CI builds (not for users: a newer compiler's new warning must not
+  # break their build).
+  cmake --preset "$preset" -DCMAKE_COMPILE_WARNING_AS_ERROR=ON >"$root/build/$preset.configure.log" 2>&1 || {
     cat "$root/build/$preset.configure.log"; return 1; }
   grep -E "leakbound:" "$root/build/$preset.configure.log" || true
   if [[ -n $targets ]]; then

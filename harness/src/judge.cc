@@ -369,12 +369,12 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
         if (const TraceCounter* bytes_counter = trace.Find(source)) {
           double held = 0;
           for (const CensusCohort& k : final_census->cohorts) held += static_cast<double>(k.bytes);
-          const double live =
+          const double counted =
               bytes_counter->values[static_cast<std::size_t>(final_census->step)] -
               bytes_counter->baseline;
-          if (held != live) {
+          if (held != counted) {
             uncovered = "; no census: the tracked sessions hold " + reports::FormatBytes(held) +
-                        " of the " + reports::FormatBytes(live) + " " + source +
+                        " of the " + reports::FormatBytes(counted) + " " + source +
                         " counts (untracked or unlisted sessions), so growth is judged on block "
                         "ranges";
             final_census = nullptr;

@@ -34,8 +34,9 @@ void GradCheck(const std::vector<Shape>& shapes, const Builder& op, float value_
   EagerSession session;
   std::vector<Param*> params;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    params.push_back(
-        &session.CreateParam("p" + std::to_string(i), shapes[i], value_scale, 1234 + i));
+    std::string name = "p";  // appended, not "p" + ...: GCC 12's -Wrestrict false positive
+    name += std::to_string(i);
+    params.push_back(&session.CreateParam(name, shapes[i], value_scale, 1234 + i));
   }
   auto loss_of = [&](Tape& tape) {
     std::vector<TensorRef> refs;

@@ -20,7 +20,7 @@ struct CounterInfo {
   bool missing_noise_floor = false;
   // Non-empty when this counter is the high-water mark of another (runtime.peak_bytes of
   // runtime.live_bytes): Judge takes it as the peak observed between samples.
-  std::string peak_of;
+  std::string peak_of{};
 };
 
 class Probe {

@@ -64,7 +64,7 @@ struct CounterVerdict {
   bool judged = true;
   // The census of survivors (docs/verdicts.md, "Census"): bytes born in each measured block and
   // still live at the last block end. Empty: no census (a noisy counter, a schema-1 trace).
-  std::vector<double> survivor_bytes;
+  std::vector<double> survivor_bytes{};
 
   bool operator==(const CounterVerdict&) const = default;
 };
