@@ -359,10 +359,18 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
                                                                         : c.name;
       const CensusSnapshot* final_census = nullptr;
       const CensusSnapshot* previous_census = nullptr;
+      // The censuses at the ends of blocks 1..B-1 (turnover); empty where none was taken.
+      std::vector<std::vector<CensusCohort>> block_ends(
+          static_cast<std::size_t>(std::max(schedule.blocks - 1, 0)));
       for (const CensusSnapshot& snap : trace.census) {
         if (snap.counter != source) continue;
         if (snap.step == last_end) final_census = &snap;
         if (snap.step == last_end - schedule.steps_per_block) previous_census = &snap;
+        const int from_first = snap.step - (schedule.warmup_steps + schedule.steps_per_block - 1);
+        if (from_first >= 0 && from_first % schedule.steps_per_block == 0 &&
+            from_first / schedule.steps_per_block < schedule.blocks - 1) {
+          block_ends[static_cast<std::size_t>(from_first / schedule.steps_per_block)] = snap.cohorts;
+        }
       }
       std::string uncovered;  // a census that does not account for the counter is not used
       if (final_census != nullptr && source == "runtime.live_bytes") {
@@ -386,12 +394,13 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
                                   ? std::span<const CensusCohort>(previous_census->cohorts)
                                   : std::span<const CensusCohort>();
         judge.census = JudgeCensus(c.name, final_census->cohorts, final_census->step, schedule,
-                                   count, previous);
+                                   count, previous, block_ends);
         if (count) {
           // A count grows only with its bytes: a runtime's free lists leave a few old blocks in
           // every block, which only their (small) bytes put in proportion.
-          const CensusJudgement bytes = JudgeCensus(source, final_census->cohorts,
-                                                    final_census->step, schedule, false, previous);
+          const CensusJudgement bytes =
+              JudgeCensus(source, final_census->cohorts, final_census->step, schedule, false,
+                          previous, block_ends);
           const auto grows = [](CensusOutcome o) {
             return o == CensusOutcome::kGrowth || o == CensusOutcome::kRecurring;
           };

@@ -171,21 +171,17 @@ TEST(CensusRule, AGrownArrayMoved_IsOneAllocationNotAPace) {
   EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
 }
 
-TEST(CensusRule, BlocksFreedAlike_CountWhatSixteenMoreBlocksAtTheMedianPaceWouldLeave) {
-  // Five blocks, three learnt from: 10%, 10% and 20% lost; at the median 10% a block, 16 more
-  // blocks leave nothing: what a recycling runtime does (CPython's free lists).
+TEST(CensusRule, BlocksFreedAlike_AreNotDiscountedByTheirPace_TurnoverDecides) {
+  // Five blocks, three learnt from: 10%, 10% and 20% lost. A share of a block cannot tell a
+  // runtime's recycled bytes from a leak beside them, so with more than one block to learn from
+  // nothing is taken off (the pace is reported); without the block ends, this is growth.
   const std::vector<CensusCohort> then = PerBlock(kFive, {1000, 500, 500, 9000, 0});
   const CensusJudgement j =
       JudgeCensus("c", PerBlock(kFive, {900, 450, 400, 500, 0}), 599, kFive, false, then);
   EXPECT_DOUBLE_EQ(j.decay_pace, 0.1);
-  EXPECT_EQ(j.decay_ahead, kCensusPooledDecayBlocks);
-  for (int k = 0; k < 4; ++k) EXPECT_EQ(j.persistent[k], 0) << k;
-  EXPECT_EQ(j.outcome, CensusOutcome::kBounded);
-  // A leak beside it loses only the runtime's share: 1% a block keeps 84%.
-  const CensusJudgement leak = JudgeCensus("c", PerBlock(kFive, {990, 990, 990, 1000, 0}), 599,
-                                           kFive, false, PerBlock(kFive, {1000, 1000, 1000, 9000, 0}));
-  EXPECT_NEAR(leak.persistent[3], 840, 1e-9);
-  EXPECT_EQ(leak.outcome, CensusOutcome::kGrowth);
+  EXPECT_EQ(j.decay_ahead, 0);
+  EXPECT_EQ(j.persistent[0], 900);
+  EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);
 }
 
 TEST(CensusRule, AOneOffFreeInOneBlock_IsNotAPace) {
@@ -201,8 +197,8 @@ TEST(CensusRule, AOneOffFreeInOneBlock_IsNotAPace) {
 
 TEST(CensusRule, ThinningByHalf_IsBoundedOnlyWhileSurvivorsAreBeingFreed) {
   // Older blocks keep fewer (300 < 400 < 500 < 700) by less than 4x: growth when nothing is
-  // being freed; bounded thinning when every block loses 2% a block (counted: 68% of each, and
-  // the oldest is under half the newest).
+  // being freed; bounded thinning when every block loses 2% a block (the oldest is under half
+  // the newest).
   const std::vector<CensusCohort> now = PerBlock(kFive, {300, 400, 500, 700, 0});
   EXPECT_EQ(JudgeCensus("c", now, 599, kFive, false, PerBlock(kFive, {300, 400, 500, 9000, 0}))
                 .outcome,
@@ -260,6 +256,145 @@ TEST(CensusRule, JudgeCounter_WatchedOneTime_SmallBesideTheNewestBlock_IsBounded
   EXPECT_EQ(WithCensus({336, 0, 11812}, false, flat).verdict, reports::kPass);
   EXPECT_EQ(WithCensus({1000, 0, 4000}, false, flat).verdict, reports::kPass);
   EXPECT_EQ(WithCensus({1001, 0, 4000}, false, flat).verdict, reports::kInconclusive);
+}
+
+// ---- Turnover (block end to block end) -----------------------------------------------------
+
+// One census: `before` bytes / blocks born before the measured blocks, then per block.
+std::vector<CensusCohort> At(const Schedule& s, std::uint64_t before, std::uint64_t before_blocks,
+                             const std::vector<std::uint64_t>& bytes,
+                             const std::vector<std::uint64_t>& blocks) {
+  std::vector<CensusCohort> out = Counted(s, bytes, blocks);
+  out.front() = {-1, before, before_blocks};
+  return out;
+}
+
+// Allocations as bytes / 10 (alike to the bytes, so the bytes decide).
+std::vector<std::uint64_t> Tenth(const std::vector<std::uint64_t>& bytes) {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t b : bytes) out.push_back(b / 10);
+  return out;
+}
+
+std::vector<CensusCohort> AtB(const Schedule& s, std::uint64_t before,
+                              const std::vector<std::uint64_t>& bytes) {
+  return At(s, before, before / 10, bytes, Tenth(bytes));
+}
+
+// Three blocks whose aged survivors (1000 B arriving at each block end) replace what the warm-up
+// left: `freed1`, `freed2` bytes of it go at the two block ends. Block 1 keeps its 1000 B.
+CensusJudgement ThreeReplacing(std::uint64_t freed1, std::uint64_t freed2,
+                               std::uint64_t freed1_blocks = 0, std::uint64_t freed2_blocks = 0) {
+  const std::uint64_t b0 = 20000, b1 = b0 - freed1, b2 = b1 - freed2;
+  const std::uint64_t n0 = 2000, n1 = n0 - (freed1_blocks ? freed1_blocks : freed1 / 10),
+                      n2 = n1 - (freed2_blocks ? freed2_blocks : freed2 / 10);
+  const std::vector<std::vector<CensusCohort>> ends{At(kThree, b0, n0, {5000, 0, 0}, {500, 0, 0}),
+                                                    At(kThree, b1, n1, {1000, 5000, 0},
+                                                       {100, 500, 0})};
+  return JudgeCensus("c", At(kThree, b2, n2, {1000, 1000, 5000}, {100, 100, 500}), 399, kThree,
+                     false, ends.back(), ends);
+}
+
+TEST(CensusRule, Turnover_AgedSurvivorsReplacingOlderOnes_IsBounded_WithoutBlockEndsGrowth) {
+  // A Python-like heap: each block leaves 1000 B a block later, fading (750, 700, 690 B), while
+  // the warm-up's recycled memory goes at the same pace. The last census alone: growth.
+  const std::vector<std::vector<CensusCohort>> ends{
+      AtB(kFive, 10000, {5000, 0, 0, 0, 0}), AtB(kFive, 9400, {1000, 5000, 0, 0, 0}),
+      AtB(kFive, 9000, {750, 1000, 5000, 0, 0}), AtB(kFive, 8700, {700, 750, 1000, 5000, 0})};
+  const std::vector<CensusCohort> last = AtB(kFive, 8300, {690, 700, 750, 1000, 5000});
+  EXPECT_EQ(JudgeCensus("c", last, 599, kFive, false, ends.back()).outcome,
+            CensusOutcome::kGrowth);
+  const CensusJudgement j = JudgeCensus("c", last, 599, kFive, false, ends.back(), ends);
+  EXPECT_EQ(j.outcome, CensusOutcome::kBounded) << j.sentence;
+  EXPECT_TRUE(j.turnover);
+  EXPECT_EQ(j.turnover_transitions, 4);
+  EXPECT_EQ(j.turnover_steady, 4);
+  EXPECT_EQ(j.arrived_bytes, 4000);
+  EXPECT_EQ(j.departed_bytes, 600 + 650 + 600 + 710);
+  EXPECT_NE(j.sentence.find("replace older ones"), std::string::npos) << j.sentence;
+}
+
+TEST(CensusRule, Turnover_ALeakBesideIt_IsStillGrowth) {
+  // The same heap plus 2000 B/block kept: 3000 B arrive per block end, 800 go.
+  const std::vector<std::vector<CensusCohort>> ends{
+      AtB(kFive, 10000, {7000, 0, 0, 0, 0}), AtB(kFive, 9400, {3000, 7000, 0, 0, 0}),
+      AtB(kFive, 9000, {2600, 3000, 7000, 0, 0}), AtB(kFive, 8700, {2500, 2600, 3000, 7000, 0})};
+  const CensusJudgement j = JudgeCensus("c", AtB(kFive, 8400, {2450, 2500, 2600, 3000, 7000}), 599,
+                                        kFive, false, ends.back(), ends);
+  EXPECT_FALSE(j.turnover);
+  EXPECT_EQ(j.outcome, CensusOutcome::kGrowth) << j.sentence;
+}
+
+TEST(CensusRule, Turnover_NeedsHalfOfWhatArrivedFreed_InBytes) {
+  EXPECT_TRUE(ThreeReplacing(500, 500).turnover);   // 1000 of 2000: exactly half
+  EXPECT_FALSE(ThreeReplacing(500, 490).turnover);  // 990 of 2000
+  EXPECT_EQ(ThreeReplacing(500, 490).outcome, CensusOutcome::kGrowth);
+}
+
+TEST(CensusRule, Turnover_NeedsHalfInAllocationsToo) {
+  // Bytes replace alike; allocations: 100 of 200 arrived freed (half) vs 99.
+  EXPECT_TRUE(ThreeReplacing(500, 500, 50, 50).turnover);
+  EXPECT_FALSE(ThreeReplacing(500, 500, 50, 49).turnover);
+}
+
+TEST(CensusRule, Turnover_NeedsAQuarterFreedAtMoreThanHalfTheBlockEnds) {
+  // One large free at one block end (a start-up cache dropped) is not a turnover: each block end
+  // must free at least a quarter of what aged (250 of 1000), at more than half of them (2 of 2).
+  EXPECT_TRUE(ThreeReplacing(250, 1000).turnover);
+  EXPECT_FALSE(ThreeReplacing(240, 1000).turnover);
+  EXPECT_FALSE(ThreeReplacing(0, 1000000).turnover);
+  EXPECT_EQ(ThreeReplacing(0, 1000000).outcome, CensusOutcome::kGrowth);
+  EXPECT_EQ(ThreeReplacing(250, 1000).turnover_steady, 2);
+  EXPECT_EQ(ThreeReplacing(240, 1000).turnover_steady, 1);
+}
+
+TEST(CensusRule, Turnover_MoreThanHalfTheBlockEnds_NotHalf) {
+  // Five blocks, 4 block ends, 1000 B aging at each; freed: 1000 at each of `steady` block ends,
+  // 100 at the others (under a quarter).
+  const auto five = [](int steady) {
+    std::vector<std::vector<CensusCohort>> ends;
+    std::uint64_t before = 100000;
+    std::vector<std::uint64_t> bytes{5000, 0, 0, 0, 0};
+    ends.push_back(AtB(kFive, before, bytes));
+    for (int t = 1; t < 5; ++t) {
+      before -= t <= steady ? 1000 : 100;
+      bytes[static_cast<std::size_t>(t) - 1] = 1000;
+      bytes[static_cast<std::size_t>(t)] = 5000;
+      ends.push_back(AtB(kFive, before, bytes));
+    }
+    const std::vector<CensusCohort> last = ends.back();
+    ends.pop_back();
+    return JudgeCensus("c", last, 599, kFive, false, ends.back(), ends);
+  };
+  EXPECT_TRUE(five(3).turnover);
+  EXPECT_FALSE(five(2).turnover);  // 2 of 4, and 2200 of 4000 freed: half the ends is not more
+}
+
+TEST(CensusRule, Turnover_NeedsTwoBlockEndsRead_AndArrivalsAtTheFloor) {
+  // The census at the end of block 1 missing: one block end to read, not a turnover.
+  const std::vector<std::vector<CensusCohort>> missing{{}, At(kThree, 19000, 1900, {1000, 5000, 0},
+                                                            {100, 500, 0})};
+  const CensusJudgement j = JudgeCensus("c", At(kThree, 18000, 1800, {1000, 1000, 5000},
+                                                {100, 100, 500}),
+                                        399, kThree, false, missing.back(), missing);
+  EXPECT_EQ(j.turnover_transitions, 1);
+  EXPECT_FALSE(j.turnover);
+  // Arrivals under the floor (50 B for 100-step blocks) are not read: 49 B aging is no turnover.
+  const std::vector<std::vector<CensusCohort>> small{
+      At(kThree, 20000, 2000, {5000, 0, 0}, {500, 0, 0}),
+      At(kThree, 19000, 1900, {49, 5000, 0}, {5, 500, 0})};
+  EXPECT_EQ(JudgeCensus("c", At(kThree, 18000, 1800, {49, 1000, 5000}, {5, 100, 500}), 399, kThree,
+                        false, small.back(), small)
+                .turnover_transitions,
+            1);
+  // A block-end list of the wrong length is not read at all.
+  EXPECT_EQ(ThreeReplacing(500, 500).turnover_transitions, 2);
+  const std::vector<std::vector<CensusCohort>> short_list{At(kThree, 20000, 2000, {5000, 0, 0},
+                                                               {500, 0, 0})};
+  EXPECT_EQ(JudgeCensus("c", At(kThree, 18000, 1800, {1000, 1000, 5000}, {100, 100, 500}), 399,
+                        kThree, false, {}, short_list)
+                .turnover_transitions,
+            0);
 }
 
 // A settling census (4000, 2000, 1000, 500 B) on a flat 5-block run, ending at `final_value`.

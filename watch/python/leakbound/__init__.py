@@ -15,7 +15,10 @@ Pure Python: calls the marker the preload exports (``leakbound_step``) through c
 Census points: when the next marker is one (``leakbound_census_due``), the module runs
 ``gc.collect()`` first, so cyclic garbage that an earlier block left for the collector is not
 counted among that block's survivors (docs/watch.md, "Census"). ``LEAKBOUND_CENSUS_GC=0`` turns
-this off.
+this off. ``LEAKBOUND_CENSUS_GC_EVERY=K`` also collects every K steps: census points thin out as
+a run goes on (they double their spacing), and a full collection also empties CPython's free
+lists, so blocks with fewer collections keep more recycled old memory; a fixed cadence keeps the
+blocks alike, at the cost of one full collection per K steps.
 
 Framework counters: once the program has imported ``torch`` and ``torch.cuda.is_available()``,
 each step also sends ``torch.cuda.memory_allocated()`` and ``memory_reserved()`` (exact counters
@@ -89,10 +92,31 @@ def _framework_counters():
     _note_counter(b"torch.reserved_bytes", reserved)
 
 
+def _every():
+    """LEAKBOUND_CENSUS_GC_EVERY=K: also collect every K steps (0 or unset: census points only)."""
+    text = _os.environ.get("LEAKBOUND_CENSUS_GC_EVERY", "0")
+    try:
+        every = int(text)
+    except ValueError:
+        every = -1
+    if every < 0:
+        _sys.stderr.write("leakbound: LEAKBOUND_CENSUS_GC_EVERY must be a whole number of steps "
+                          ">= 0, got %r; collecting at census points only\n" % text)
+        return 0
+    return every
+
+
+_gc_every = _every()
+_marks = 0
+
+
 def mark():
     """Marks the end of one step now."""
+    global _marks
     if _marker is not None:
-        if _census_due is not None and _census_due():
+        _marks += 1
+        if _census_due is not None and (
+                _census_due() or (_gc_every > 0 and _marks % _gc_every == 0)):
             _gc.collect()
         _framework_counters()
         _marker()

@@ -85,13 +85,23 @@ inline constexpr double kCensusSettlingRatio = 4.0;
 // leak firing once or twice a block leaves 1 or 2 firings' worth).
 inline constexpr double kCensusRecurringRatio = 2.0;
 // Decay: survivors of aged blocks freed over the last block. A recycling runtime (CPython's free
-// lists keep reusing memory born blocks ago) frees an old block's survivors by 6-25% a block,
-// every block alike; a leak frees none; a one-off free (a grown array moved) hits one block once.
-// With two or more blocks to learn from, the pace is their median share lost, and every aged
-// block counts what kCensusPooledDecayBlocks more blocks at that pace would leave; with one
-// (3 blocks), only that block is discounted, kCensusDecayBlocks blocks ahead.
+// lists keep reusing memory born blocks ago) frees an old block's survivors by 6-25% a block; a
+// leak frees none; a one-off free (a grown array moved) hits one block once. decay_pace is the
+// median share lost. With one block to learn from (3 blocks), that block counts what
+// kCensusDecayBlocks more blocks at its pace would leave; with more, turnover decides.
 inline constexpr double kCensusDecayBlocks = 4.0;
-inline constexpr double kCensusPooledDecayBlocks = 16.0;
+// Turnover: what becomes aged at each block end (block k's survivors one block later, "arrived")
+// against what older than it was freed over that block ("departed": the warm-up's and older
+// blocks' survivors that went). A leak adds aged bytes and frees none but for a one-off free;
+// a structure that turns over (CPython's free lists reusing old memory, a cache whose entries
+// outlive a block) frees older survivors as fast as new ones age. Turnover needs, in bytes and in
+// allocations alike: departed >= kCensusTurnoverShare x arrived over the transitions, and
+// departed >= arrived / kCensusTurnoverSteady in more than half of them (so one large free, a
+// start-up cache dropped, is not a turnover), with kCensusMinTurnoverTransitions transitions
+// whose arrivals reach the floor.
+inline constexpr double kCensusTurnoverShare = 0.5;
+inline constexpr double kCensusTurnoverSteady = 4.0;
+inline constexpr int kCensusMinTurnoverTransitions = 2;
 
 struct CensusJudgement {
   CensusOutcome outcome = CensusOutcome::kBounded;
@@ -102,6 +112,14 @@ struct CensusJudgement {
   double floor_bytes = 0;               // what a block's survivors must reach to count
   double decay_pace = 0;                // median share of its survivors an aged block lost
   double decay_ahead = 0;               // blocks ahead the decay was taken off (0: none)
+  // Turnover (block ends to block ends, bytes): summed over the transitions read. arrived: what
+  // became aged; departed: what older was freed meanwhile. transitions: those read (arrivals at
+  // the floor or above); steady: those that freed at least 1/kCensusTurnoverSteady of arrivals.
+  double arrived_bytes = 0;
+  double departed_bytes = 0;
+  int turnover_transitions = 0;
+  int turnover_steady = 0;
+  bool turnover = false;  // a turnover in bytes and in allocations: bounded
   double rate_per_step = 0;             // growth: median aged survivors / N
   int census_step = 0;                  // sample index of the census
   std::string sentence;                 // evidence, naming the census
@@ -115,9 +133,13 @@ struct CensusJudgement {
 // when there is none. A block older than that whose survivors are still being freed (fewer now
 // than then) counts only what would be left after kCensusDecayBlocks more blocks at that pace:
 // the free lists and caches of a runtime (CPython's) release old blocks slowly, a leak never.
+// `block_ends`: the censuses at the ends of blocks 1..B-1 (index k: the end of block k+1; an
+// empty vector where none was taken), read for turnover (kCensusTurnoverShare); the census at
+// the end of the last block is `cohorts`.
 CensusJudgement JudgeCensus(const std::string& counter, std::span<const CensusCohort> cohorts,
                             int census_step, const Schedule& schedule, bool count = false,
-                            std::span<const CensusCohort> previous = {});
+                            std::span<const CensusCohort> previous = {},
+                            std::span<const std::vector<CensusCohort>> block_ends = {});
 
 struct JudgeOptions {
   // Only read for noisy counters (CounterInfo::exact == false). A zero floor flags any positive
