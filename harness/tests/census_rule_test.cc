@@ -113,6 +113,12 @@ TEST(CensusRule, NewestAgedBlockOnly_IsBoundedOnlyWhenOlderBlocksAreBeingFreed) 
             CensusOutcome::kBounded);  // block 1 went 60 -> 40 B: the program turns over
   EXPECT_EQ(JudgeCensus("c", now, 399, kThree, false, PerBlock(kThree, {40, 5000, 0})).outcome,
             CensusOutcome::kOneTime);  // block 1 kept what it had: an unexplained event
+  // A block is read for its pace from the floor (50 B) up, a block ago: 50 -> 40 B is read,
+  // 49 -> 40 B is not (too little then to tell a pace from a stray survivor).
+  EXPECT_EQ(JudgeCensus("c", now, 399, kThree, false, PerBlock(kThree, {50, 5000, 0})).outcome,
+            CensusOutcome::kBounded);
+  EXPECT_EQ(JudgeCensus("c", now, 399, kThree, false, PerBlock(kThree, {49, 5000, 0})).outcome,
+            CensusOutcome::kOneTime);
 }
 
 TEST(CensusRule, SurvivorsUpToTheNewestAfterEmptyBlocks_ThinningOnlyPastFourTimes) {
@@ -370,6 +376,58 @@ TEST(CensusRule, Turnover_MoreThanHalfTheBlockEnds_NotHalf) {
   EXPECT_FALSE(five(2).turnover);  // 2 of 4, and 2200 of 4000 freed: half the ends is not more
 }
 
+TEST(CensusRule, Turnover_BytesFreedAtHalfTheBlockEnds_IsNotOneEvenWhenAllocationsAre) {
+  // Allocations: 100 of 100 arriving freed at each of 4 block ends; bytes: 1000 of 1000 at 2 of
+  // them, 100 at the others (2200 of 4000: over half, but at half the block ends).
+  std::vector<std::vector<CensusCohort>> ends;
+  std::uint64_t before = 100000, before_n = 10000;
+  std::vector<std::uint64_t> bytes{5000, 0, 0, 0, 0}, blocks{500, 0, 0, 0, 0};
+  ends.push_back(At(kFive, before, before_n, bytes, blocks));
+  for (int t = 1; t < 5; ++t) {
+    before -= t <= 2 ? 1000 : 100;
+    before_n -= 100;
+    const std::size_t i = static_cast<std::size_t>(t);
+    bytes[i - 1] = 1000;
+    bytes[i] = 5000;
+    blocks[i - 1] = 100;
+    blocks[i] = 500;
+    ends.push_back(At(kFive, before, before_n, bytes, blocks));
+  }
+  const std::vector<CensusCohort> last = ends.back();
+  ends.pop_back();
+  const CensusJudgement j = JudgeCensus("c", last, 599, kFive, false, ends.back(), ends);
+  EXPECT_EQ(j.turnover_steady, 2);
+  EXPECT_FALSE(j.turnover);
+}
+
+TEST(CensusRule, Turnover_AllocationsToo_FreedAtMoreThanHalfTheBlockEnds) {
+  // Bytes: 1000 B of 1000 freed at each of 4 block ends. Allocations: 100 arrive at each; 100 go
+  // at `steady` of them and 10 (under a quarter) at the others.
+  const auto five = [](int steady) {
+    std::vector<std::vector<CensusCohort>> ends;
+    std::uint64_t before = 100000, before_n = 10000;
+    std::vector<std::uint64_t> bytes{5000, 0, 0, 0, 0}, blocks{500, 0, 0, 0, 0};
+    ends.push_back(At(kFive, before, before_n, bytes, blocks));
+    for (int t = 1; t < 5; ++t) {
+      before -= 1000;
+      before_n -= t <= steady ? 100 : 10;
+      const std::size_t i = static_cast<std::size_t>(t);
+      bytes[i - 1] = 1000;
+      bytes[i] = 5000;
+      blocks[i - 1] = 100;
+      blocks[i] = 500;
+      ends.push_back(At(kFive, before, before_n, bytes, blocks));
+    }
+    const std::vector<CensusCohort> last = ends.back();
+    ends.pop_back();
+    return JudgeCensus("c", last, 599, kFive, false, ends.back(), ends);
+  };
+  EXPECT_TRUE(five(4).turnover);
+  EXPECT_TRUE(five(3).turnover);   // 320 of 400 freed, at 3 of 4 block ends
+  EXPECT_FALSE(five(2).turnover);  // 220 of 400 freed (over half) but at 2 of 4 block ends
+  EXPECT_EQ(five(2).turnover_steady, 4);  // the bytes were steady at every one
+}
+
 TEST(CensusRule, Turnover_NeedsTwoBlockEndsRead_AndArrivalsAtTheFloor) {
   // The census at the end of block 1 missing: one block end to read, not a turnover.
   const std::vector<std::vector<CensusCohort>> missing{{}, At(kThree, 19000, 1900, {1000, 5000, 0},
@@ -387,6 +445,14 @@ TEST(CensusRule, Turnover_NeedsTwoBlockEndsRead_AndArrivalsAtTheFloor) {
                         false, small.back(), small)
                 .turnover_transitions,
             1);
+  // At the floor exactly (50 B), it is read.
+  const std::vector<std::vector<CensusCohort>> at_floor{
+      At(kThree, 20000, 2000, {5000, 0, 0}, {500, 0, 0}),
+      At(kThree, 19000, 1900, {50, 5000, 0}, {5, 500, 0})};
+  EXPECT_EQ(JudgeCensus("c", At(kThree, 18000, 1800, {50, 1000, 5000}, {5, 100, 500}), 399, kThree,
+                        false, at_floor.back(), at_floor)
+                .turnover_transitions,
+            2);
   // A block-end list of the wrong length is not read at all.
   EXPECT_EQ(ThreeReplacing(500, 500).turnover_transitions, 2);
   const std::vector<std::vector<CensusCohort>> short_list{At(kThree, 20000, 2000, {5000, 0, 0},
