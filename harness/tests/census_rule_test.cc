@@ -354,78 +354,48 @@ TEST(CensusRule, Turnover_NeedsAQuarterFreedAtMoreThanHalfTheBlockEnds) {
   EXPECT_EQ(ThreeReplacing(240, 1000).turnover_steady, 1);
 }
 
-TEST(CensusRule, Turnover_MoreThanHalfTheBlockEnds_NotHalf) {
-  // Five blocks, 4 block ends, 1000 B aging at each; freed: 1000 at each of `steady` block ends,
-  // 100 at the others (under a quarter).
-  const auto five = [](int steady) {
-    std::vector<std::vector<CensusCohort>> ends;
-    std::uint64_t before = 100000;
-    std::vector<std::uint64_t> bytes{5000, 0, 0, 0, 0};
-    ends.push_back(AtB(kFive, before, bytes));
-    for (int t = 1; t < 5; ++t) {
-      before -= t <= steady ? 1000 : 100;
-      bytes[static_cast<std::size_t>(t) - 1] = 1000;
-      bytes[static_cast<std::size_t>(t)] = 5000;
-      ends.push_back(AtB(kFive, before, bytes));
-    }
-    const std::vector<CensusCohort> last = ends.back();
-    ends.pop_back();
-    return JudgeCensus("c", last, 599, kFive, false, ends.back(), ends);
-  };
-  EXPECT_TRUE(five(3).turnover);
-  EXPECT_FALSE(five(2).turnover);  // 2 of 4, and 2200 of 4000 freed: half the ends is not more
-}
-
-TEST(CensusRule, Turnover_BytesFreedAtHalfTheBlockEnds_IsNotOneEvenWhenAllocationsAre) {
-  // Allocations: 100 of 100 arriving freed at each of 4 block ends; bytes: 1000 of 1000 at 2 of
-  // them, 100 at the others (2200 of 4000: over half, but at half the block ends).
+// Five blocks, 4 block ends; at each, 1000 B in 100 allocations become a block old while the
+// warm-up's memory loses freed_bytes[t] / freed_blocks[t] (t = 0..3).
+CensusJudgement FiveFreeing(const std::vector<std::uint64_t>& freed_bytes,
+                            const std::vector<std::uint64_t>& freed_blocks) {
   std::vector<std::vector<CensusCohort>> ends;
   std::uint64_t before = 100000, before_n = 10000;
   std::vector<std::uint64_t> bytes{5000, 0, 0, 0, 0}, blocks{500, 0, 0, 0, 0};
   ends.push_back(At(kFive, before, before_n, bytes, blocks));
-  for (int t = 1; t < 5; ++t) {
-    before -= t <= 2 ? 1000 : 100;
-    before_n -= 100;
-    const std::size_t i = static_cast<std::size_t>(t);
-    bytes[i - 1] = 1000;
-    bytes[i] = 5000;
-    blocks[i - 1] = 100;
-    blocks[i] = 500;
+  for (std::size_t t = 1; t < 5; ++t) {
+    before -= freed_bytes[t - 1];
+    before_n -= freed_blocks[t - 1];
+    bytes[t - 1] = 1000;
+    bytes[t] = 5000;
+    blocks[t - 1] = 100;
+    blocks[t] = 500;
     ends.push_back(At(kFive, before, before_n, bytes, blocks));
   }
   const std::vector<CensusCohort> last = ends.back();
   ends.pop_back();
-  const CensusJudgement j = JudgeCensus("c", last, 599, kFive, false, ends.back(), ends);
+  return JudgeCensus("c", last, 599, kFive, false, ends.back(), ends);
+}
+
+TEST(CensusRule, Turnover_MoreThanHalfTheBlockEnds_NotHalf) {
+  // 1000 B freed at `steady` block ends, 100 (under a quarter) at the others; allocations alike.
+  EXPECT_TRUE(FiveFreeing({1000, 1000, 1000, 100}, {100, 100, 100, 10}).turnover);
+  // 2 of 4, and 2200 of 4000 freed: half the block ends is not more than half.
+  EXPECT_FALSE(FiveFreeing({1000, 1000, 100, 100}, {100, 100, 10, 10}).turnover);
+}
+
+TEST(CensusRule, Turnover_BytesFreedAtHalfTheBlockEnds_IsNotOneEvenWhenAllocationsAre) {
+  const CensusJudgement j = FiveFreeing({1000, 1000, 100, 100}, {100, 100, 100, 100});
   EXPECT_EQ(j.turnover_steady, 2);
   EXPECT_FALSE(j.turnover);
 }
 
 TEST(CensusRule, Turnover_AllocationsToo_FreedAtMoreThanHalfTheBlockEnds) {
-  // Bytes: 1000 B of 1000 freed at each of 4 block ends. Allocations: 100 arrive at each; 100 go
-  // at `steady` of them and 10 (under a quarter) at the others.
-  const auto five = [](int steady) {
-    std::vector<std::vector<CensusCohort>> ends;
-    std::uint64_t before = 100000, before_n = 10000;
-    std::vector<std::uint64_t> bytes{5000, 0, 0, 0, 0}, blocks{500, 0, 0, 0, 0};
-    ends.push_back(At(kFive, before, before_n, bytes, blocks));
-    for (int t = 1; t < 5; ++t) {
-      before -= 1000;
-      before_n -= t <= steady ? 100 : 10;
-      const std::size_t i = static_cast<std::size_t>(t);
-      bytes[i - 1] = 1000;
-      bytes[i] = 5000;
-      blocks[i - 1] = 100;
-      blocks[i] = 500;
-      ends.push_back(At(kFive, before, before_n, bytes, blocks));
-    }
-    const std::vector<CensusCohort> last = ends.back();
-    ends.pop_back();
-    return JudgeCensus("c", last, 599, kFive, false, ends.back(), ends);
-  };
-  EXPECT_TRUE(five(4).turnover);
-  EXPECT_TRUE(five(3).turnover);   // 320 of 400 freed, at 3 of 4 block ends
-  EXPECT_FALSE(five(2).turnover);  // 220 of 400 freed (over half) but at 2 of 4 block ends
-  EXPECT_EQ(five(2).turnover_steady, 4);  // the bytes were steady at every one
+  // Bytes: 1000 of 1000 freed at each block end; allocations at 4, 3, 2 of them (10 elsewhere).
+  EXPECT_TRUE(FiveFreeing({1000, 1000, 1000, 1000}, {100, 100, 100, 100}).turnover);
+  EXPECT_TRUE(FiveFreeing({1000, 1000, 1000, 1000}, {100, 100, 100, 10}).turnover);
+  const CensusJudgement two = FiveFreeing({1000, 1000, 1000, 1000}, {100, 100, 10, 10});
+  EXPECT_FALSE(two.turnover);  // 220 of 400 freed (over half) but at 2 of 4 block ends
+  EXPECT_EQ(two.turnover_steady, 4);  // the bytes were steady at every one
 }
 
 TEST(CensusRule, Turnover_NeedsTwoBlockEndsRead_AndArrivalsAtTheFloor) {
