@@ -7,7 +7,7 @@
 # Usage: watch/bench/overhead.sh BUILD_DIR [BEFORE_BUILD_DIR]
 #   BUILD_DIR has harness/leakbound and the preload; BEFORE_BUILD_DIR (optional) is an older
 #   build measured in the same run, for a before/after table. RUNS=N, MEMRAY_PYTHON=python
-#   with memray (default /usr/bin/python3).
+#   with memray (default /usr/bin/python3), TORCH_STEPS=N (default 300).
 set -eu
 build=${1:-build/h5}
 before=${2:-}
@@ -50,7 +50,7 @@ if command -v heaptrack >/dev/null; then
   row "heaptrack" "$(secs heaptrack -o "$tmp/ht" "$tmp/malloc_loop" $pairs)" "$bare"
 fi
 if "$python" -c "import torch" 2>/dev/null; then
-  steps=300
+  steps=${TORCH_STEPS:-300}
   echo "PyTorch CPU MLP training, $steps steps (includes interpreter start and import torch)"
   tbare=$(secs "$python" "$script" clean none $steps)
   row "bare" "$tbare" "$tbare"
@@ -62,6 +62,14 @@ if "$python" -c "import torch" 2>/dev/null; then
         --out "$tmp/w4" -- "$python" "$script" clean step_on $steps)
     row "$(label "$b"): leakbound watch --no-call-sites" "$t" "$tbare"
   done
+  # The Python module's census collection (docs/watch.md, "Python and the collector"): full
+  # collections without the freeze, and none at all.
+  t=$(LEAKBOUND_CENSUS_GC=nofreeze secs "$build/harness/leakbound" watch \
+      --step-on torch.optim.Optimizer.step --out "$tmp/w5" -- "$python" "$script" clean step_on $steps)
+  row "$(label "$build"): watch, LEAKBOUND_CENSUS_GC=nofreeze" "$t" "$tbare"
+  t=$(LEAKBOUND_CENSUS_GC=0 secs "$build/harness/leakbound" watch \
+      --step-on torch.optim.Optimizer.step --out "$tmp/w6" -- "$python" "$script" clean step_on $steps)
+  row "$(label "$build"): watch, LEAKBOUND_CENSUS_GC=0" "$t" "$tbare"
   if "$memray_python" -c "import memray, torch" 2>/dev/null; then
     tm=$(secs "$memray_python" -m memray run -f -o "$tmp/m.bin" "$script" clean none $steps)
     row "memray run" "$tm" "$tbare"

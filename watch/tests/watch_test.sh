@@ -104,12 +104,28 @@ case $case_name in
     family=$(dirname "$c_steps")/watch_census_family
     py_args=()
     "$python" -c "" 2>/dev/null && py_args=(--python-family "$programs/py_census_family.py" --python "$python")
-    # py:gc is off target (2-11% false positives in the long variant, docs/verdicts.md): tallied,
-    # not gated, so that CI does not fail by chance on it.
     python3 "$programs/../census_property.py" --leakbound "$leakbound" --family "$family" \
       "${py_args[@]}" --seeds "${LEAKBOUND_PROPERTY_SEEDS:-5}" --jobs 2 --out "$out" \
-      --report-only py:gc \
       >"$out_root/$case_name.stdout" 2>&1 || { tail -30 "$out_root/$case_name.stdout" >&2; fail "a class is off target"; }
+    ;;
+  py_census_gc_default | py_census_gc_nofreeze | py_census_gc_off | py_census_gc_own)
+    # The module's census collection (watch/python/leakbound): collected, then frozen; or not.
+    "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
+    expect=${case_name#py_census_gc_} mode=1
+    [ "$expect" = default ] && expect=frozen
+    [ "$expect" = nofreeze ] && { expect=not_frozen mode=nofreeze; }
+    [ "$expect" = off ] && mode=0
+    LEAKBOUND_CENSUS_GC=$mode watch_expect 0 -- "$python" "$programs/py_census_gc.py" "$expect"
+    grep -q "as expected" "$out_root/$case_name.stdout" || { cat "$out_root/$case_name".std* >&2; fail "the program saw otherwise"; }
+    ;;
+  py_census_gc_bad_value)
+    "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
+    LEAKBOUND_CENSUS_GC=sometimes LEAKBOUND_CENSUS_GC_EVERY=-3 watch_expect 0 -- "$python" "$programs/py_census_gc.py" frozen
+    grep -q "LEAKBOUND_CENSUS_GC must be 0, 1 or nofreeze, got 'sometimes'; using 1" "$out_root/$case_name.stderr" \
+      || { cat "$out_root/$case_name.stderr" >&2; fail "no message for a bad LEAKBOUND_CENSUS_GC"; }
+    grep -q "LEAKBOUND_CENSUS_GC_EVERY must be a whole number of steps >= 0, got '-3'; using 16" "$out_root/$case_name.stderr" \
+      || { cat "$out_root/$case_name.stderr" >&2; fail "no message for a bad LEAKBOUND_CENSUS_GC_EVERY"; }
+    grep -q "as expected" "$out_root/$case_name.stdout" || fail "a bad value did not fall back to 1"
     ;;
   c_clean)
     watch_expect 0 -- "$c_steps" clean 200

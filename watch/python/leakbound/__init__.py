@@ -12,13 +12,19 @@
 Pure Python: calls the marker the preload exports (``leakbound_step``) through ctypes. Without
 `leakbound watch` every call is a no-op, so the program runs unchanged.
 
-Census points: when the next marker is one (``leakbound_census_due``), the module runs
-``gc.collect()`` first, so cyclic garbage that an earlier block left for the collector is not
-counted among that block's survivors (docs/watch.md, "Census"). ``LEAKBOUND_CENSUS_GC=0`` turns
-this off. ``LEAKBOUND_CENSUS_GC_EVERY=K`` also collects every K steps: census points thin out as
-a run goes on (they double their spacing), and a full collection also empties CPython's free
-lists, so blocks with fewer collections keep more recycled old memory; a fixed cadence keeps the
-blocks alike, at the cost of one full collection per K steps.
+Collections: every 16 steps and before every census point (``leakbound_census_due``), the
+module runs a full collection, so that cyclic garbage an earlier block left for the collector is
+not counted among that block's survivors, and every block sees the same collections (a full
+collection also empties CPython's free lists; docs/watch.md, "Python and the collector"). A
+full collection walks every object the program has (about 90 ms once torch is imported, where a
+training step can take 1 ms), so after the first one the module moves everything live (the
+imported world, the first step's state) into CPython's permanent generation (``gc.freeze()``),
+which later collections skip; it freezes again after a collection that took more than 1 ms and
+more than 1% of the time since the previous one. Each collection then costs what the program
+made since. Objects frozen while live that later become cyclic garbage stay until exit. A
+program that froze objects itself is left as it is (no freeze). ``LEAKBOUND_CENSUS_GC=nofreeze``
+collects without freezing; ``LEAKBOUND_CENSUS_GC=0`` collects nothing;
+``LEAKBOUND_CENSUS_GC_EVERY=K`` sets the cadence (0: census points only).
 
 Framework counters: once the program has imported ``torch`` and ``torch.cuda.is_available()``,
 each step also sends ``torch.cuda.memory_allocated()`` and ``memory_reserved()`` (exact counters
@@ -30,6 +36,7 @@ import ctypes as _ctypes
 import gc as _gc
 import os as _os
 import sys as _sys
+import time as _time
 
 __all__ = ["step", "mark", "note", "watching"]
 
@@ -56,8 +63,6 @@ def _resolve():
             census_fn.restype = _ctypes.c_int
             census_fn.argtypes = []
         except AttributeError:
-            census_fn = None
-        if _os.environ.get("LEAKBOUND_CENSUS_GC", "1") == "0":
             census_fn = None
         return marker, note_fn, watching_fn, counter_fn, census_fn
     except (OSError, AttributeError):
@@ -93,21 +98,56 @@ def _framework_counters():
 
 
 def _every():
-    """LEAKBOUND_CENSUS_GC_EVERY=K: also collect every K steps (0 or unset: census points only)."""
-    text = _os.environ.get("LEAKBOUND_CENSUS_GC_EVERY", "0")
+    """LEAKBOUND_CENSUS_GC_EVERY=K: also collect every K steps (default 16; 0: census points only)."""
+    text = _os.environ.get("LEAKBOUND_CENSUS_GC_EVERY", "16")
     try:
         every = int(text)
     except ValueError:
         every = -1
     if every < 0:
         _sys.stderr.write("leakbound: LEAKBOUND_CENSUS_GC_EVERY must be a whole number of steps "
-                          ">= 0, got %r; collecting at census points only\n" % text)
-        return 0
+                          ">= 0, got %r; using 16\n" % text)
+        return 16
     return every
 
 
+def _gc_mode():
+    """LEAKBOUND_CENSUS_GC: 1 or unset (collect, freeze at the first census), nofreeze, 0 (off)."""
+    text = _os.environ.get("LEAKBOUND_CENSUS_GC", "1")
+    if text in ("0", "1", "nofreeze"):
+        return text
+    _sys.stderr.write("leakbound: LEAKBOUND_CENSUS_GC must be 0, 1 or nofreeze, got %r; "
+                      "using 1\n" % text)
+    return "1"
+
+
 _gc_every = _every()
+_gc_how = _gc_mode()
+_frozen = False  # True once the module froze; None: the program froze objects itself
+_last_collection = 0.0
 _marks = 0
+
+
+def _collect():
+    """A full collection. In mode 1 the first one, and any that costs more than 1 ms and more
+    than 1% of the time since the previous one (a large live heap made after the first step:
+    a dataset, a model built late), then freezes what survived it, so the next ones are cheap."""
+    global _frozen, _last_collection
+    started = _time.perf_counter()
+    _gc.collect()
+    if _gc_how != "1":
+        return
+    now = _time.perf_counter()
+    took, since = now - started, started - _last_collection
+    _last_collection = now
+    if not _frozen:
+        _frozen = True
+        if _gc.get_freeze_count() != 0:  # the program manages the permanent generation
+            _frozen = None
+            return
+    elif _frozen is None or not (took > 1e-3 and took > 0.01 * since):
+        return
+    _gc.freeze()
 
 
 def mark():
@@ -115,9 +155,9 @@ def mark():
     global _marks
     if _marker is not None:
         _marks += 1
-        if _census_due is not None and (
+        if _census_due is not None and _gc_how != "0" and (
                 _census_due() or (_gc_every > 0 and _marks % _gc_every == 0)):
-            _gc.collect()
+            _collect()
         _framework_counters()
         _marker()
 
