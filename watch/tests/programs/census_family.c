@@ -233,9 +233,11 @@ census_family *census_family_make(const char *name, uint64_t seed, int steps) {
       snprintf(f->description, sizeof f->description, "leaks %zu B/step", f->leak_bytes);
       break;
     case kPeriodic:
-      f->leak_bytes = (size_t)Between(r, 16, 1024);
       /* Up to an eighth of the run: a quarter to a third of the window a recorder judges. */
       f->leak_period = (int)Between(r, 2, (uint64_t)(steps / 8 > 2 ? steps / 8 : 2));
+      /* At least 1 B/step on average (steady's lower end; the floor is 0.5 B/step): a firing of
+       * 16-1024 B, and at least one byte per step of its period. */
+      f->leak_bytes = (size_t)Between(r, (uint64_t)(f->leak_period > 16 ? f->leak_period : 16), 1024);
       f->leak_phase = (int)Between(r, 0, (uint64_t)f->leak_period - 1);
       f->ws_max = (size_t)Between(r, 1, 16) * 1024;
       snprintf(f->description, sizeof f->description, "leaks %zu B every %d steps",
