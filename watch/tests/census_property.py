@@ -22,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 def run_one(args, command, blocks, seed):
     # A Python run is reproducible only with its string hashes fixed (dict layouts, and so the
-    # bytes every step allocates): the seed fixes them too.
-    env = dict(os.environ, PYTHONHASHSEED=str(seed))
+    # bytes every step allocates): the seed fixes them too, unless PYTHONHASHSEED is set already.
+    env = dict(os.environ)
+    env.setdefault("PYTHONHASHSEED", str(seed))
     with tempfile.TemporaryDirectory(prefix="lb-census-") as out:
         log = os.path.join(out, "watch.log")
         with open(log, "w") as err:
@@ -67,8 +68,11 @@ def main():
     classes = [(line.split()[0], line.split()[1] == "leak") for line in listed.stdout.splitlines()]
     if args.python_family and os.path.exists(args.python):
         classes += [("py:gc", False), ("py:gc_leak", True)]
+    unknown = report_only - {name for name, _ in classes}
+    if unknown:
+        p.error("--report-only: no class %s" % ", ".join(sorted(unknown)))
     if args.classes:
-        wanted = set(args.classes.split(","))
+        wanted = set(filter(None, args.classes.split(",")))
         unknown = wanted - {name for name, _ in classes}
         if unknown:
             p.error("--classes: no class %s (the classes: %s)" % (

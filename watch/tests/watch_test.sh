@@ -108,14 +108,17 @@ case $case_name in
       "${py_args[@]}" --seeds "${LEAKBOUND_PROPERTY_SEEDS:-5}" --jobs 2 --out "$out" \
       >"$out_root/$case_name.stdout" 2>&1 || { tail -30 "$out_root/$case_name.stdout" >&2; fail "a class is off target"; }
     ;;
-  py_census_gc_default | py_census_gc_nofreeze | py_census_gc_off | py_census_gc_own)
-    # The module's census collection (watch/python/leakbound): collected, then frozen; or not.
+  py_census_gc_default | py_census_gc_nofreeze | py_census_gc_off | py_census_gc_own | py_census_gc_census_only)
+    # The module's collections (watch/python/leakbound): at census points and every 16 steps,
+    # then frozen once; or not (py_census_gc.py says what each expects).
     "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
-    expect=${case_name#py_census_gc_} mode=1
+    expect=${case_name#py_census_gc_} mode=1 every=16
     [ "$expect" = default ] && expect=frozen
     [ "$expect" = nofreeze ] && { expect=not_frozen mode=nofreeze; }
     [ "$expect" = off ] && mode=0
-    LEAKBOUND_CENSUS_GC=$mode watch_expect 0 -- "$python" "$programs/py_census_gc.py" "$expect"
+    [ "$expect" = census_only ] && every=0
+    LEAKBOUND_CENSUS_GC=$mode LEAKBOUND_CENSUS_GC_EVERY=$every \
+      watch_expect 0 -- "$python" "$programs/py_census_gc.py" "$expect"
     grep -q "as expected" "$out_root/$case_name.stdout" || { cat "$out_root/$case_name".std* >&2; fail "the program saw otherwise"; }
     ;;
   py_census_gc_bad_value)
@@ -125,7 +128,7 @@ case $case_name in
       || { cat "$out_root/$case_name.stderr" >&2; fail "no message for a bad LEAKBOUND_CENSUS_GC"; }
     grep -q "LEAKBOUND_CENSUS_GC_EVERY must be a whole number of steps >= 0, got '-3'; using 16" "$out_root/$case_name.stderr" \
       || { cat "$out_root/$case_name.stderr" >&2; fail "no message for a bad LEAKBOUND_CENSUS_GC_EVERY"; }
-    grep -q "as expected" "$out_root/$case_name.stdout" || fail "a bad value did not fall back to 1"
+    grep -q "as expected" "$out_root/$case_name.stdout" || fail "bad values did not fall back to 1 and 16"
     ;;
   c_clean)
     watch_expect 0 -- "$c_steps" clean 200

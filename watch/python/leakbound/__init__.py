@@ -15,16 +15,17 @@ Pure Python: calls the marker the preload exports (``leakbound_step``) through c
 Collections: every 16 steps and before every census point (``leakbound_census_due``), the
 module runs a full collection, so that cyclic garbage an earlier block left for the collector is
 not counted among that block's survivors, and every block sees the same collections (a full
-collection also empties CPython's free lists; docs/watch.md, "Python and the collector"). A
-full collection walks every object the program has (about 90 ms once torch is imported, where a
-training step can take 1 ms), so after the first one the module moves everything live (the
-imported world, the first step's state) into CPython's permanent generation (``gc.freeze()``),
-which later collections skip; it freezes again after a collection that took more than 1 ms and
-more than 1% of the time since the previous one. Each collection then costs what the program
-made since. Objects frozen while live that later become cyclic garbage stay until exit. A
-program that froze objects itself is left as it is (no freeze). ``LEAKBOUND_CENSUS_GC=nofreeze``
-collects without freezing; ``LEAKBOUND_CENSUS_GC=0`` collects nothing;
-``LEAKBOUND_CENSUS_GC_EVERY=K`` sets the cadence (0: census points only).
+collection also empties CPython's free lists; docs/watch.md, "Python and the collector"). They
+run inside ``leakbound.step()`` (finalizers and ``gc.callbacks`` with them), also in a program
+that called ``gc.disable()``. A full collection walks every object the program has (about 90 ms
+once torch is imported, where a training step can take 1 ms), so after the first one the module
+moves everything live (the imported world, the first step's state) into CPython's permanent
+generation (``gc.freeze()``), once; later collections skip it and cost what the program made
+since. What was frozen, and anything it references, stays until exit even if it becomes
+cyclic garbage. A program that froze objects before the first step is left as it is (no
+freeze); one that calls ``gc.unfreeze()`` later unfreezes the module's objects too.
+``LEAKBOUND_CENSUS_GC=nofreeze`` collects without freezing; ``LEAKBOUND_CENSUS_GC=0`` collects
+nothing; ``LEAKBOUND_CENSUS_GC_EVERY=K`` sets the cadence (0: census points only).
 
 Framework counters: once the program has imported ``torch`` and ``torch.cuda.is_available()``,
 each step also sends ``torch.cuda.memory_allocated()`` and ``memory_reserved()`` (exact counters
@@ -36,7 +37,7 @@ import ctypes as _ctypes
 import gc as _gc
 import os as _os
 import sys as _sys
-import time as _time
+import threading as _threading
 
 __all__ = ["step", "mark", "note", "watching"]
 
@@ -112,7 +113,7 @@ def _every():
 
 
 def _gc_mode():
-    """LEAKBOUND_CENSUS_GC: 1 or unset (collect, freeze at the first census), nofreeze, 0 (off)."""
+    """LEAKBOUND_CENSUS_GC: 1 or unset (collect; freeze after the first), nofreeze, 0 (off)."""
     text = _os.environ.get("LEAKBOUND_CENSUS_GC", "1")
     if text in ("0", "1", "nofreeze"):
         return text
@@ -123,37 +124,31 @@ def _gc_mode():
 
 _gc_every = _every()
 _gc_how = _gc_mode()
-_frozen = False  # True once the module froze; None: the program froze objects itself
-_last_collection = 0.0
+_froze = False  # the first collection has decided whether to freeze
 _marks = 0
+# One marker at a time: the count, the collection and the marker stay in step across threads.
+# Re-entrant: a finalizer that a collection runs may end a step (``leakbound.step()`` dropped).
+_lock = _threading.RLock()
 
 
 def _collect():
-    """A full collection. In mode 1 the first one, and any that costs more than 1 ms and more
-    than 1% of the time since the previous one (a large live heap made after the first step:
-    a dataset, a model built late), then freezes what survived it, so the next ones are cheap."""
-    global _frozen, _last_collection
-    started = _time.perf_counter()
+    """A full collection; in mode 1 the first one then freezes what survived it (once: freezing
+    again would keep every cyclic structure live at that moment until exit, a leak bare CPython
+    does not have)."""
+    global _froze
     _gc.collect()
-    if _gc_how != "1":
-        return
-    now = _time.perf_counter()
-    took, since = now - started, started - _last_collection
-    _last_collection = now
-    if not _frozen:
-        _frozen = True
-        if _gc.get_freeze_count() != 0:  # the program manages the permanent generation
-            _frozen = None
-            return
-    elif _frozen is None or not (took > 1e-3 and took > 0.01 * since):
-        return
-    _gc.freeze()
+    if _gc_how == "1" and not _froze:
+        _froze = True
+        if _gc.get_freeze_count() == 0:  # else the program manages the permanent generation
+            _gc.freeze()
 
 
 def mark():
     """Marks the end of one step now."""
     global _marks
-    if _marker is not None:
+    if _marker is None:
+        return
+    with _lock:
         _marks += 1
         if _census_due is not None and _gc_how != "0" and (
                 _census_due() or (_gc_every > 0 and _marks % _gc_every == 0)):
