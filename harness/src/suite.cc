@@ -276,10 +276,7 @@ void PrintDetectionTable(const reports::Report& report, std::ostream& out) {
   for (const auto& w : report.workloads) {
     if (reports::IsWatched(w)) {  // no expectation: a leak is a finding, not a false positive
       ++watched;
-      watched_leaks += w.verdict != reports::kPass && w.verdict != reports::kInconclusive &&
-                               w.verdict != reports::kError
-                           ? 1
-                           : 0;
+      watched_leaks += reports::IsMemoryFinding(w.verdict) ? 1 : 0;
     } else if (w.kind == "zoo") {
       auto& [entries, detected] = by_class[w.expectation];
       ++entries;

@@ -532,7 +532,10 @@ CensusJudgement JudgeSurvivors(const std::string& counter, std::span<const Censu
   j.outcome = CensusOutcome::kOneTime;
   j.sentence = counter + " census: " + listed + ": survivors from block" +
                (with.size() == 1 ? " " : "s ") + blocks_with +
-               " only, unlike a steady leak: a one-time event" + floor_text;
+               (with.size() == 1 ? std::string(" only, unlike a steady leak: a one-time event")
+                                 : " only, then none: growth that stopped (a one-time event "
+                                   "spread over blocks, a cache that filled)") +
+               floor_text;
   j.sentence += decay_text;
   return j;
 }

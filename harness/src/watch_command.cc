@@ -13,6 +13,7 @@
 
 #include "leakbound/harness/judge.h"
 #include "leakbound/harness/suite.h"
+#include "leakbound/reports/format.h"
 #include "leakbound/reports/html.h"
 #include "leakbound/reports/json.h"
 #include "leakbound/reports/markdown.h"
@@ -285,9 +286,7 @@ int Watch(const WatchOptions &options) {
   // inconclusive.
   if (const int s = recording.Interruption(); s != 0) return 128 + s;
   const reports::VerdictClass verdict = report.workloads.back().verdict;
-  const bool memory_verdict = verdict != reports::kPass && verdict != reports::kInconclusive &&
-                              verdict != reports::kError;
-  if (memory_verdict) return kLeak;
+  if (reports::IsMemoryFinding(verdict)) return kLeak;
   if (recording.Failed() || verdict == reports::kError) return kProgramFailed;
   if (verdict == reports::kInconclusive) return kInconclusive;
   return kOk;

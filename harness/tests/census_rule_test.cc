@@ -107,6 +107,20 @@ TEST(CensusRule, Recurring_ALeakThatBeganAfterBlockOne_IsGrowth) {
   EXPECT_EQ(Outcome(kFive, {0, 800, 800, 800, 0}), CensusOutcome::kRecurring);
 }
 
+// Alike survivors in a run of blocks that stops before the newest aged one: growth that stopped
+// or a leak slower than a block, not told apart here; the evidence says so, not "one-time".
+TEST(CensusRule, RunOfBlocksThatStops_IsOneTime_AndSaysThenNone) {
+  const CensusJudgement run = JudgeCensus("c", PerBlock(kFive, {930, 930, 930, 0, 0}), 399, kFive);
+  EXPECT_EQ(run.outcome, CensusOutcome::kOneTime);
+  EXPECT_TRUE(run.sentence.find("blocks 1, 2, 3 only, then none: growth that stopped") !=
+              std::string::npos)
+      << run.sentence;
+  const CensusJudgement one = JudgeCensus("c", PerBlock(kFive, {930, 0, 0, 0, 0}), 399, kFive);
+  EXPECT_TRUE(one.sentence.find("block 1 only, unlike a steady leak: a one-time event") !=
+              std::string::npos)
+      << one.sentence;
+}
+
 TEST(CensusRule, NewestAgedBlockOnly_IsBoundedOnlyWhenOlderBlocksAreBeingFreed) {
   const std::vector<CensusCohort> now = PerBlock(kThree, {40, 900, 0});
   EXPECT_EQ(JudgeCensus("c", now, 399, kThree, false, PerBlock(kThree, {60, 5000, 0})).outcome,

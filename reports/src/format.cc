@@ -296,15 +296,19 @@ std::string_view OutcomeLabel(Outcome outcome) {
 
 bool IsWatched(const WorkloadResult& workload) { return workload.kind == "watched"; }
 
+bool IsMemoryFinding(VerdictClass verdict) {
+  return verdict != kPass && verdict != kInconclusive && verdict != kError;
+}
+
 std::string WatchedResult(const Report& report) {
   if (report.workloads.empty()) return "";
   int leaks = 0, unjudged = 0;
   for (const WorkloadResult& workload : report.workloads) {
     if (!IsWatched(workload)) return "";
-    if (workload.verdict == kInconclusive || workload.verdict == kError) {
-      ++unjudged;
-    } else if (workload.verdict != kPass) {
+    if (IsMemoryFinding(workload.verdict)) {
       ++leaks;
+    } else if (workload.verdict != kPass) {
+      ++unjudged;
     }
   }
   const std::size_t total = report.workloads.size();

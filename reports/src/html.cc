@@ -258,7 +258,11 @@ void AppendCounterTable(const WorkloadResult& workload, std::string& out) {
     out += Cell(counter.slope_bound > 0 ? EscapeHtml(FormatRate(counter.slope_bound, unit))
                                         : std::string("-"),
                 true);
-    for (double value : {counter.baseline, counter.final_value, counter.peak}) {
+    // A watched program's counters have no baseline (judge: baseline = the last sample).
+    out += Cell(IsWatched(workload) ? std::string("-")
+                                    : EscapeHtml(FormatInUnit(counter.baseline, unit)),
+                true);
+    for (double value : {counter.final_value, counter.peak}) {
       out += Cell(EscapeHtml(FormatInUnit(value, unit)), true);
     }
     out += "</tr>";
@@ -318,7 +322,7 @@ void AppendCharts(const WorkloadResult& workload, std::string& out) {
     for (const CounterVerdict& counter : workload.counters) {
       if (counter.counter == series.name) verdict = &counter;
     }
-    if (verdict != nullptr) context.baseline = verdict->baseline;
+    if (verdict != nullptr && !IsWatched(workload)) context.baseline = verdict->baseline;
     out += "<figure><figcaption><code>" + EscapeHtml(series.name) + "</code><span class=\"unit\">" +
            EscapeHtml(series.unit) + (series.exact ? ", exact" : ", noisy") + ", " +
            std::to_string(series.values.size()) +
@@ -342,8 +346,11 @@ void AppendCharts(const WorkloadResult& workload, std::string& out) {
   out += "<p class=\"legend\">";
   if (!workload.series.empty()) {
     out +=
-        "Shaded: warm-up. Dashed: block boundaries. Dotted: baseline before setup (named in a "
-        "corner when outside the plotted range). The y range is fitted to the samples; a narrow "
+        std::string("Shaded: warm-up. Dashed: block boundaries. ") +
+        (IsWatched(workload) ? "No baseline: a watched program has no setup leakbound saw. "
+                             : "Dotted: baseline before setup (named in a corner when outside the "
+                               "plotted range). ") +
+        "The y range is fitted to the samples; a narrow "
         "one is labelled as the change from the first sample. Series over 600 samples show each "
         "bucket's minimum and maximum.";
   }
@@ -389,12 +396,17 @@ void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& 
       (workload.peak_bound_bytes ? " (schedule-dependent; bound <b>" +
                                        EscapeHtml(FormatBytes(*workload.peak_bound_bytes)) + "</b>)"
                                  : std::string()) +
-      "</span><span>baseline <b>" + EscapeHtml(FormatBytes(workload.baseline_live_bytes)) +
-      "</b></span><span>final <b>" + EscapeHtml(FormatBytes(workload.final_live_bytes)) +
+      // A watched program has no "before" and no probe leakbound timed: left out, not 0.
+      (IsWatched(workload) ? std::string("</span>")
+                           : "</span><span>baseline <b>" +
+                                 EscapeHtml(FormatBytes(workload.baseline_live_bytes)) + "</b></span>") +
+      "<span>final <b>" + EscapeHtml(FormatBytes(workload.final_live_bytes)) +
       "</b></span><span>allocs/step <b>" + EscapeHtml(FormatCount(workload.allocations_per_step)) +
-      "</b></span><span>step <b>" + EscapeHtml(FormatDuration(workload.step_time_ns)) +
-      "</b></span><span>probe <b>" + EscapeHtml(FormatDuration(workload.probe_time_ns)) +
-      "</b></span><span>warm-up " + std::to_string(workload.warmup_steps) + " steps, " +
+      "</b></span><span>step <b>" + EscapeHtml(FormatDuration(workload.step_time_ns)) + "</b></span>" +
+      (IsWatched(workload) ? std::string()
+                           : "<span>probe <b>" + EscapeHtml(FormatDuration(workload.probe_time_ns)) +
+                                 "</b></span>") +
+      "<span>warm-up " + std::to_string(workload.warmup_steps) + " steps, " +
       std::to_string(workload.blocks) + " blocks &times; " +
       std::to_string(workload.steps_per_block) + " steps</span></div>";
   // Charts in a grid, tables below at full width: a table beside the charts was clipped.

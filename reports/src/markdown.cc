@@ -131,10 +131,9 @@ void AppendDetection(const Report& report, std::string& out) {
     } else if (IsWatched(workload)) {
       ++watched;
       planted = "- (a watched program)";
-      result = workload.verdict == kPass ? "no leak found"
-               : workload.verdict == kInconclusive || workload.verdict == kError
-                   ? "no verdict"
-                   : "**leak found**";
+      result = IsMemoryFinding(workload.verdict) ? "**leak found**"
+               : workload.verdict == kPass        ? "no leak found"
+                                                  : "no verdict";
     } else {
       ++others;
       planted = "none";
@@ -198,7 +197,8 @@ void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
            counter.judged ? MarkdownEscape(ToString(counter.verdict)) : std::string("not judged"),
            FormatRate(counter.slope_per_step, unit),
            counter.slope_bound > 0 ? FormatRate(counter.slope_bound, unit) : std::string("-"),
-           FormatInUnit(counter.baseline, unit), FormatInUnit(counter.final_value, unit),
+           IsWatched(workload) ? std::string("-") : FormatInUnit(counter.baseline, unit),
+           FormatInUnit(counter.final_value, unit),
            FormatInUnit(counter.peak, unit), MarkdownEscape(counter.evidence)});
     }
     out += "\n";

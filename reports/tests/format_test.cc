@@ -95,6 +95,19 @@ TEST(ReportFormatTest, CounterUnit_FromSeriesElseFromName) {
   EXPECT_EQ(CounterUnit(workload, "cupti.allocations"), "count");
 }
 
+// Every spelled verdict: the four about memory are findings; PASS and the two "no verdict" ones
+// are not (watch's exit code, the suite's count and the result lines all read this one test).
+TEST(ReportFormatTest, IsMemoryFinding_EveryVerdictClass) {
+  int findings = 0;
+  for (const auto& [verdict, name] : kVerdictSpellings) {
+    const bool want = verdict == kPeakOverBudget || verdict == kNotReturnedToBaseline ||
+                      verdict == kPoolFragmentation || verdict == kUnboundedGrowth;
+    EXPECT_EQ(IsMemoryFinding(verdict), want) << name;
+    findings += IsMemoryFinding(verdict) ? 1 : 0;
+  }
+  EXPECT_EQ(findings, 4);
+}
+
 TEST(ReportFormatTest, FormatAgeSteps_ShowsNewestToOldest) {
   EXPECT_EQ(FormatAgeSteps(Attribution{"op", "value", "step", 1, 1, 48, 1}), "1-48");
   EXPECT_EQ(FormatAgeSteps(Attribution{"op", "value", "step", 1, 1, 7, 7}), "7");

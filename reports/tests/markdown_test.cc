@@ -97,6 +97,31 @@ TEST(ReportMarkdownTest, WatchedProgram_HasNoExpectation) {
   EXPECT_FALSE(Contains(html, "expected PASS")) << html;
 }
 
+// A watched program has no baseline leakbound saw and no probe it timed: those figures are left
+// out ("-"), never printed as 0 or as the last sample that the judge uses in their place.
+TEST(ReportMarkdownTest, WatchedProgram_LeavesOutBaselineAndProbe) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  Report report = WatchedReport(kUnboundedGrowth);
+  WorkloadResult& w = report.workloads[0];
+  w.counters = {CounterVerdict{"host.heap_bytes", kUnboundedGrowth, 24, 0, 3 * kMiB, 3 * kMiB,
+                               4 * kMiB, "grew"}};
+  w.probe_time_ns = 0;
+  w.baseline_live_bytes = 0;
+  const std::string markdown = RenderMarkdown(report);
+  EXPECT_TRUE(Contains(markdown, "| host.heap_bytes | unbounded-growth | 24 B/step | - | - | "
+                                 "3.00 MiB | 4.00 MiB |"))
+      << markdown;
+  const std::string html = RenderHtml(report);
+  EXPECT_FALSE(Contains(html, "<span>probe <b>")) << html;
+  EXPECT_FALSE(Contains(html, "<span>baseline <b>")) << html;
+  EXPECT_FALSE(Contains(html, "Dotted: baseline")) << html;
+  w.kind = "zoo";  // the same figures in a run's workload are measured, and shown
+  const std::string run_html = RenderHtml(report);
+  EXPECT_TRUE(Contains(run_html, "<span>probe <b>")) << run_html;
+  EXPECT_TRUE(Contains(run_html, "<span>baseline <b>")) << run_html;
+  EXPECT_TRUE(Contains(RenderMarkdown(report), "| 24 B/step | - | 3.00 MiB | 3.00 MiB |"));
+}
+
 TEST(ReportMarkdownTest, Details_OnlyForWorkloadsThatDidNotPassOrMissed) {
   const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
   EXPECT_FALSE(Contains(markdown, "### mlp_sgd"));

@@ -96,6 +96,9 @@ int FalsePositives(const WorkloadResult& workload);
 // A program `leakbound watch` ran: it has no expectation (it leaks or it does not), so the
 // renderers show no "expected", "met?" or false-positive count for it.
 bool IsWatched(const WorkloadResult& workload);
+// A verdict about memory (a leak or a budget overrun): neither PASS nor "no verdict"
+// (inconclusive, error). The one test of "a leak was found" for exit codes and result lines.
+bool IsMemoryFinding(VerdictClass verdict);
 // The result line of a report whose workloads are all watched programs: "a leak was found",
 // "no leak was found", "no verdict: ..."; empty when some workload is not watched.
 std::string WatchedResult(const Report& report);
