@@ -184,8 +184,9 @@ void AddRunFlags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--seed", f.seed, "seed for workload data, an integer in [0, 2^64)")
       ->capture_default_str();
   cmd->add_flag("--no-calibrate", f.no_calibrate,
-                "skip noise-floor calibration: noisy counters (host heap, driver) are then "
-                "reported, not judged, so zoo entries detected only by them count as missed");
+                "skip noise-floor calibration: noisy counters (RSS, the driver's, the host heap "
+                "where the exact interposer is unavailable) are then reported, not judged, so "
+                "zoo entries detected only by them count as missed");
   cmd->add_flag("--quiet,-q", f.quiet, "no progress on stderr");
 }
 
