@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-token mutants of the census rule (harness/src/verdict.cc): each changes one comparison, one
+# One-token mutants of the census rule (harness/src/census_rule.cc): each changes one comparison, one
 # constant or one block index, and the census rule tests must fail on it (docs/verdicts.md, "Tests
 # that notice a broken rule"). Builds harness_tests in build/default once per mutant and restores
 # the source after each (also on Ctrl-C). Prints one line per mutant; exit 1 if any survived.
@@ -7,14 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=${1:-}
-src=harness/src/verdict.cc
+src=harness/src/census_rule.cc
 keep=$(mktemp)
 cp "$src" "$keep"
 restore() { cp "$keep" "$src"; rm -f "$keep"; }
 trap restore EXIT
 trap 'exit 130' INT TERM
 cmake --preset default >/dev/null
-# old<TAB>new, each old text found exactly once in verdict.cc.
+# old<TAB>new, each old text found exactly once in census_rule.cc.
 mutants=$(cat <<'EOF'
 departed * kCensusTurnoverSteady >= arrived	departed * kCensusTurnoverSteady > arrived
 departed_n * kCensusTurnoverSteady >= arrived_n	departed_n * kCensusTurnoverSteady > arrived_n
