@@ -1,27 +1,34 @@
-// `leakbound watch`: starting the program under the preload and receiving its
-// records. The channel is a SOCK_SEQPACKET socket pair (one record per message,
-// never interleaved; a vanished parent is EPIPE in the child, not SIGPIPE; read
-// up to kMessagesPerRead messages per recvmmsg); its
-// child end is named by LEAKBOUND_WATCH_FD, and only the process whose pid is
-// LEAKBOUND_WATCH_PID reports (forked children stay silent). SIGINT/SIGTERM
-// received here are forwarded to the program's process group.
+// `leakbound watch`: starting the program under the preload and receiving the records of every
+// process of the job (docs/watch.md, "Process trees"). Each process image connects on its own to
+// a SOCK_SEQPACKET socket in a folder only this user can enter (mode 0700; one record per
+// message, never interleaved; a vanished watcher is EPIPE in the program, not SIGPIPE); a
+// connection is kept only from a process of the job: the same uid (SO_PEERCRED) and a pid whose
+// ancestors lead to watch (a subreaper, so orphans of the job stay below it). Up to
+// kMessagesPerRead messages are read per recvmmsg. Signals received here are forwarded to the
+// program's process group and to every process of the job outside it.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "leakbound/harness/cupti/observer.h"
 #include "leakbound/watch/heap.h"
@@ -33,9 +40,6 @@ namespace leakbound::harness::watch {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Where the child's end of the channel goes (lower when the descriptor limit is lower).
-constexpr long kChannelFd = 1000;
 
 int g_signal_pipe[2] = {-1, -1};
 
@@ -101,17 +105,14 @@ std::string Prepended(const char *name, const std::string &first, char separator
   return first + separator + old;
 }
 
-// The child's environment, except LEAKBOUND_WATCH_PID, which is only known
-// after fork.
+// The child's environment.
 std::vector<std::string> ChildEnvironment(const WatchOptions &options, const WatchPaths &paths,
-                                          int channel_fd) {
+                                          const fs::path &socket, const fs::path &clock) {
   std::map<std::string, std::string> set;
   set["LD_PRELOAD"] = Prepended("LD_PRELOAD", paths.preload.string(), ':');
-  set[LEAKBOUND_WATCH_ENV_FD] = std::to_string(channel_fd);
-  struct stat channel {};
-  if (::fstat(channel_fd, &channel) == 0) {
-    set[LEAKBOUND_WATCH_ENV_CHANNEL] = std::to_string(static_cast<unsigned long long>(channel.st_ino));
-  }
+  set[LEAKBOUND_WATCH_ENV_SOCKET] = socket.string();
+  set[LEAKBOUND_WATCH_ENV_CLOCK] = clock.string();
+  set["LEAKBOUND_WATCH_PARENT"] = std::to_string(::getpid());  // tells the first process
   set[LEAKBOUND_WATCH_ENV_SITES] = options.call_sites ? "1" : "0";
   if (!options.keep_pymalloc) set["PYTHONMALLOC"] = "malloc";
   if (!paths.python.empty()) {
@@ -138,7 +139,11 @@ std::vector<std::string> ChildEnvironment(const WatchOptions &options, const Wat
   for (char **e = environ; *e; ++e) {
     const std::string entry = *e;
     const std::string key = entry.substr(0, entry.find('='));
-    if (!set.count(key) && key != LEAKBOUND_WATCH_ENV_PID) env.push_back(entry);
+    // The variables of an older protocol (a watch inside a watched job sets its own).
+    if (!set.count(key) && key != "LEAKBOUND_WATCH_FD" && key != "LEAKBOUND_WATCH_PID" &&
+        key != "LEAKBOUND_WATCH_CHANNEL") {
+      env.push_back(entry);
+    }
   }
   for (const auto &[key, value] : set) env.push_back(key + "=" + value);
   return env;
@@ -151,19 +156,28 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
   }
   const std::string text(record.text, strnlen(record.text, sizeof record.text));
   switch (record.kind) {
-    case LEAKBOUND_WATCH_HELLO: {  // a new program image (after exec): start over
+    case LEAKBOUND_WATCH_HELLO: {  // the image's series starts (again: it began to mark steps)
       const std::vector<std::string> notes = recording.notes;
-      const double wall = recording.wall_seconds;
+      const std::string role = recording.role;
+      const std::uint64_t restarts = recording.hello ? recording.restarts + 1 : 0;
       recording = WatchRecording{};
       recording.notes = notes;
-      recording.wall_seconds = wall;
+      recording.role = role;
+      recording.restarts = restarts;
       recording.hello = true;
+      recording.origin = static_cast<int>(record.site);
+      recording.parent_pid = record.seq;
+      recording.fork_index = record.values[0];
       recording.heap_state = text;
       recording.at_start = record.counters;
       break;
     }
+    case LEAKBOUND_WATCH_ROLE:
+      recording.role = text;
+      break;
     case LEAKBOUND_WATCH_STEP:
     case LEAKBOUND_WATCH_TICK: {
+      if (record.kind == LEAKBOUND_WATCH_TICK && record.site == 1) recording.at_clock = true;
       WatchSample sample = std::move(recording.pending);
       recording.pending = WatchSample{};
       sample.seq = record.seq;
@@ -418,6 +432,8 @@ std::string DeviceAbsentReason(const WatchPaths &paths) {
 }  // namespace
 
 std::string WatchRecording::Ending() const {
+  if (replaced_by_exec) return "exec'd a new program";
+  if (!status_known) return "ended (its parent, not watch, collected its status)";
   if (term_signal != 0) {
     std::string text = "killed by " + SignalName(term_signal);
     if (forwarded_mask & (1ull << term_signal)) text += " (forwarded by watch)";
@@ -447,7 +463,141 @@ WatchPaths FindWatchPaths() {
   return paths;
 }
 
-WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
+namespace {
+
+// The folder the job's processes connect through: mode 0700 (no other user can reach the
+// socket), in $TMPDIR when its path fits a socket address, else /tmp. Holds the listening socket
+// and the job's clock page; removed when the recording ends.
+class JobFolder {
+ public:
+  JobFolder() {
+    std::string base = "/tmp";
+    if (const char *tmp = std::getenv("TMPDIR"); tmp && *tmp && std::strlen(tmp) < 64) base = tmp;
+    std::string pattern = base + "/leakbound-watch-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      pattern = "/tmp/leakbound-watch-XXXXXX";
+      if (::mkdtemp(pattern.data()) == nullptr) {
+        throw std::runtime_error(std::string("watch: cannot make a private folder in /tmp: ") +
+                                 std::strerror(errno));
+      }
+    }
+    dir_ = pattern;
+    socket_path_ = dir_ / "socket";
+    clock_path_ = dir_ / "clock";
+    listen_fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, socket_path_.c_str(), sizeof address.sun_path - 1);
+    if (listen_fd_ < 0 ||
+        ::bind(listen_fd_, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0 ||
+        ::listen(listen_fd_, SOMAXCONN) != 0) {
+      const int error = errno;
+      Remove();
+      throw std::runtime_error(std::string("watch: cannot listen on ") + socket_path_.string() +
+                               ": " + std::strerror(error));
+    }
+    const int clock_fd = ::open(clock_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    void *page = MAP_FAILED;
+    if (clock_fd >= 0 && ::ftruncate(clock_fd, 4096) == 0) {
+      page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, clock_fd, 0);
+    }
+    if (clock_fd >= 0) ::close(clock_fd);
+    if (page == MAP_FAILED) {
+      const int error = errno;
+      Remove();
+      throw std::runtime_error(std::string("watch: cannot make the job's clock in ") +
+                               dir_.string() + ": " + std::strerror(error));
+    }
+    clock_ = static_cast<std::uint64_t *>(page);
+  }
+  ~JobFolder() { Remove(); }
+  JobFolder(const JobFolder &) = delete;
+  JobFolder &operator=(const JobFolder &) = delete;
+  int listen_fd() const { return listen_fd_; }
+  const fs::path &socket_path() const { return socket_path_; }
+  const fs::path &clock_path() const { return clock_path_; }
+  // A step (or timer sample) of some process: every process that marks none samples itself.
+  void Tick() { std::atomic_ref<std::uint64_t>(*clock_).fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  void Remove() {
+    if (clock_) ::munmap(clock_, 4096);
+    clock_ = nullptr;
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    listen_fd_ = -1;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_, socket_path_, clock_path_;
+  int listen_fd_ = -1;
+  std::uint64_t *clock_ = nullptr;
+};
+
+std::string ReadProcFile(std::uint64_t pid, const char *name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + name, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The parent of pid, 0 when it is gone.
+std::uint64_t ParentOf(std::uint64_t pid) {
+  const std::string stat = ReadProcFile(pid, "stat");
+  const size_t close = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  char state = 0;
+  std::uint64_t parent = 0;
+  rest >> state >> parent;
+  return parent;
+}
+
+// Whether pid is a process of the job: its ancestors lead to watch.
+bool InJob(std::uint64_t pid) {
+  const auto self = static_cast<std::uint64_t>(::getpid());
+  for (int hops = 0; pid > 1 && hops < 4096; ++hops) {
+    const std::uint64_t parent = ParentOf(pid);
+    if (parent == self) return true;
+    pid = parent;
+  }
+  return false;
+}
+
+std::string CommandLineOf(std::uint64_t pid) {
+  std::string line = ReadProcFile(pid, "cmdline");
+  while (!line.empty() && line.back() == '\0') line.pop_back();
+  std::replace(line.begin(), line.end(), '\0', ' ');
+  return line;
+}
+
+std::string RankOf(std::uint64_t pid) {
+  const std::string environ_text = ReadProcFile(pid, "environ");
+  for (size_t at = 0; at < environ_text.size();) {
+    const size_t end = std::min(environ_text.find('\0', at), environ_text.size());
+    if (environ_text.compare(at, 5, "RANK=") == 0) return environ_text.substr(at + 5, end - at - 5);
+    at = end + 1;
+  }
+  return {};
+}
+
+// A connection of the job, open until its process image ends.
+struct Connection {
+  int fd = -1;
+  size_t image = 0;  // index in WatchJob::images
+};
+
+}  // namespace
+
+const WatchRecording &WatchJob::Root() const {
+  static const WatchRecording none;
+  const WatchRecording *root = nullptr;
+  for (const WatchImage &image : images) {
+    if (image.root) root = &image.recording;
+  }
+  return root ? *root : none;
+}
+
+WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   if (paths.preload.empty()) {
     throw WatchUsageError(
         "libleakbound_preload.so not found next to leakbound; build the "
@@ -460,21 +610,12 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
   }
   const fs::path program = ResolveCommand(options.command.front());
 
-  int channel[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
-    throw std::runtime_error(std::string("watch: socketpair failed: ") + std::strerror(errno));
-  }
-  // Without CLOEXEC (inherited), and high, out of the way of the numbers a program opens: the
-  // lowest free number is what open() returns, and a program run bare has these free.
-  rlimit files{};
-  const long high = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
-                        ? std::min<long>(static_cast<long>(files.rlim_cur) - 1, kChannelFd)
-                        : kChannelFd;
-  int child_end = ::fcntl(channel[1], F_DUPFD, std::max<long>(high, 10));
-  if (child_end < 0) child_end = ::fcntl(channel[1], F_DUPFD, 10);
-  ::close(channel[1]);
-  std::vector<std::string> env = ChildEnvironment(options, paths, child_end);
-  env.push_back(std::string(LEAKBOUND_WATCH_ENV_PID) + "=" + std::string(24, '0'));
+  JobFolder folder;
+  // Orphans of the job (a double-forked daemon, a worker whose launcher exited) are reparented
+  // to watch, so they stay in the job and their ends are seen.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  std::vector<std::string> env =
+      ChildEnvironment(options, paths, folder.socket_path(), folder.clock_path());
   std::vector<char *> envp;
   for (std::string &e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -500,20 +641,8 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
     ::pthread_sigmask(SIG_SETMASK, &unblocked, nullptr);
     throw std::runtime_error(std::string("watch: fork failed: ") + std::strerror(errno));
   }
-  if (child == 0) {
-    // Async-signal-safe only: write our pid into the preallocated
-    // LEAKBOUND_WATCH_PID entry.
+  if (child == 0) {  // async-signal-safe only
     ::setpgid(0, 0);
-    char *digits = envp[envp.size() - 2] + std::strlen(LEAKBOUND_WATCH_ENV_PID) + 1;
-    pid_t pid = ::getpid();
-    char reversed[24];
-    int n = 0;
-    do {
-      reversed[n++] = static_cast<char>('0' + pid % 10);
-      pid /= 10;
-    } while (pid > 0);
-    for (int i = 0; i < n; ++i) digits[i] = reversed[n - 1 - i];
-    digits[n] = '\0';
     Terminal::Hand(terminal.fd(), watch_group, ::getpid());
     struct sigaction restore {};
     restore.sa_handler = SIG_DFL;
@@ -528,72 +657,231 @@ WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &path
   ::setpgid(child, child);  // both sides, so the group exists before any signal is forwarded
   terminal.GiveTo(child);
   ::pthread_sigmask(SIG_SETMASK, &unblocked, nullptr);
-  ::close(child_end);
   ::close(exec_error[1]);
   int error = 0;
   const bool exec_failed = ::read(exec_error[0], &error, sizeof error) == sizeof error;
   ::close(exec_error[0]);
 
-  WatchRecording recording;
-  bool channel_open = true;
-  bool done = false;
-  while (!done) {
-    pollfd fds[2] = {{g_signal_pipe[0], POLLIN, 0}, {channel[0], POLLIN, 0}};
-    const int ready = ::poll(fds, channel_open ? 2 : 1, channel_open ? -1 : 200);
-    if (ready < 0 && errno != EINTR) break;
-    if (channel_open && (fds[1].revents & (POLLIN | POLLHUP))) {
-      channel_open = Drain(channel[0], recording, false);
+  WatchJob job;
+  job.root_pid = static_cast<std::uint64_t>(child);
+  std::vector<Connection> connections;
+  std::uint64_t unverified = 0;
+  std::map<std::uint64_t, int> reaped;  // pid -> wait status, of orphans watch reaped
+  bool root_done = false;
+  int root_status = 0;
+  std::uint64_t forwarded_mask = 0;
+  int forwarded_first = 0;
+
+  const auto accept_all = [&] {
+    for (;;) {
+      const int fd = ::accept4(folder.listen_fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      ucred peer{};
+      socklen_t size = sizeof peer;
+      if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || peer.pid <= 0) {
+        job.refused.push_back("a connection whose sender could not be identified (SO_PEERCRED; "
+                              "a process in another pid namespace?)");
+        ::close(fd);
+        continue;
+      }
+      const auto pid = static_cast<std::uint64_t>(peer.pid);
+      if (peer.uid != ::getuid() || !InJob(pid)) {
+        if (ParentOf(pid) == 0) {
+          ++unverified;  // gone before it could be checked
+        } else {
+          job.refused.push_back("pid " + std::to_string(pid) + " (uid " +
+                                std::to_string(peer.uid) + ", `" + CommandLineOf(pid) +
+                                "`): not a process of the job; nothing it sent was used");
+        }
+        ::close(fd);
+        continue;
+      }
+      WatchImage image;
+      image.pid = pid;
+      image.root = pid == job.root_pid;
+      image.command_line = CommandLineOf(pid);
+      image.comm = ReadProcFile(pid, "comm");
+      while (!image.comm.empty() && image.comm.back() == '\n') image.comm.pop_back();
+      image.rank = RankOf(pid);
+      job.images.push_back(std::move(image));
+      connections.push_back({fd, job.images.size() - 1});
     }
+  };
+  const auto forward = [&](int s) {
+    if (forwarded_first == 0) forwarded_first = s;
+    forwarded_mask |= 1ull << s;
+    ::kill(-child, s);
+    for (const Connection &c : connections) {  // processes of the job outside its group
+      const auto pid = static_cast<pid_t>(job.images[c.image].pid);
+      if (pid != child && ::getpgid(pid) != child) ::kill(pid, s);
+    }
+  };
+
+  for (;;) {
+    std::vector<pollfd> fds;
+    fds.push_back({g_signal_pipe[0], POLLIN, 0});
+    fds.push_back({folder.listen_fd(), POLLIN, 0});
+    for (const Connection &c : connections) fds.push_back({c.fd, POLLIN, 0});
+    // Without SIGCHLD for orphans that end while nothing is sent, look again now and then.
+    const int ready = ::poll(fds.data(), fds.size(), 200);
+    if (ready < 0 && errno != EINTR) break;
+    if (fds[1].revents & POLLIN) accept_all();
+    for (size_t i = 2; i < fds.size(); ++i) {
+      Connection &c = connections[i - 2];
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      WatchRecording &recording = job.images[c.image].recording;
+      const size_t before = recording.samples.size();
+      const bool open = Drain(c.fd, recording, false);
+      // Every STEP, and every timer TICK, moves the job's clock.
+      for (size_t k = before; k < recording.samples.size(); ++k) {
+        if (!recording.at_clock) folder.Tick();
+      }
+      if (!open) {
+        ::close(c.fd);
+        c.fd = -1;
+      }
+    }
+    connections.erase(std::remove_if(connections.begin(), connections.end(),
+                                     [](const Connection &c) { return c.fd < 0; }),
+                      connections.end());
     unsigned char bytes[64];
     for (ssize_t got; (got = ::read(g_signal_pipe[0], bytes, sizeof bytes)) > 0;) {
       for (ssize_t i = 0; i < got; ++i) {
-        const int s = bytes[i];
-        if (s == SIGCHLD) continue;
-        if (recording.forwarded_signal == 0) recording.forwarded_signal = s;
-        recording.forwarded_mask |= 1ull << s;
-        ::kill(-child, s);
+        if (bytes[i] != SIGCHLD) forward(bytes[i]);
       }
     }
-    int status = 0;
-    const pid_t waited = ::waitpid(child, &status, WNOHANG | WUNTRACED);
-    if (waited == child && WIFSTOPPED(status)) {
-      // A job-control stop on a terminal (Ctrl-Z, or SIGTTIN / SIGTTOU in the background): watch
-      // takes the terminal back and stops its own group, so that the shell sees the job stopped;
-      // when the job is continued (fg: watch holds the terminal again, bg: it does not), so is
-      // the program. Any other stop (SIGSTOP from a debugger) is the stopper's to undo.
-      const int stop = WSTOPSIG(status);
-      if (terminal.fd() >= 0 && (stop == SIGTSTP || stop == SIGTTIN || stop == SIGTTOU)) {
+    for (;;) {
+      int status = 0;
+      const pid_t waited = ::waitpid(-1, &status, WNOHANG | WUNTRACED);
+      if (waited <= 0) break;
+      if (waited == child && WIFSTOPPED(status)) {
+        // A job-control stop on a terminal (Ctrl-Z, or SIGTTIN / SIGTTOU in the background):
+        // watch takes the terminal back and stops its own group, so that the shell sees the job
+        // stopped; when the job is continued (fg: watch holds the terminal again, bg: it does
+        // not), so is the program. Any other stop (SIGSTOP from a debugger) is the stopper's.
+        const int stop = WSTOPSIG(status);
+        if (terminal.fd() >= 0 && (stop == SIGTSTP || stop == SIGTTIN || stop == SIGTTOU)) {
+          terminal.TakeBack(child);
+          ::kill(0, SIGTSTP);  // discarded by the kernel in an orphaned group: then go on
+          terminal.GiveTo(child);
+          ::kill(-child, SIGCONT);
+        }
+        continue;
+      }
+      if (WIFSTOPPED(status)) continue;
+      if (waited == child) {
+        root_done = true;
+        root_status = status;
         terminal.TakeBack(child);
-        ::kill(0, SIGTSTP);  // discarded by the kernel in an orphaned group: then go on
-        terminal.GiveTo(child);
-        ::kill(-child, SIGCONT);
+      } else {
+        reaped[static_cast<std::uint64_t>(waited)] = status;
       }
-      continue;
     }
-    if (waited == child) {
-      if (channel_open) Drain(channel[0], recording, false);  // what it sent before it ended
-      recording.exited = WIFEXITED(status);
-      recording.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-      recording.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-      done = true;
+    // The job ends when its first process has ended, no connection is open and no orphan of the
+    // job is left below watch.
+    if (root_done && connections.empty()) {
+      errno = 0;
+      if (::waitpid(-1, nullptr, WNOHANG | __WALL) < 0 && errno == ECHILD) break;
     }
   }
+  for (const Connection &c : connections) ::close(c.fd);
   terminal.TakeBack(child);
-  ::close(channel[0]);
-  recording.device_expected = options.cuda || LooksLikeCuda(program);
-  if (!recording.probe_states.count("cupti")) {
-    const bool any_device = std::any_of(recording.samples.begin(), recording.samples.end(),
-                                        [](const WatchSample &s) { return s.has_device; });
-    if (recording.device_expected || any_device) {
-      recording.device_absent_reason = DeviceAbsentReason(paths);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+
+  // Endings: the root's last image ends with the root's status; an orphan watch reaped, with
+  // its own; any other with what its connection says (its parent, not watch, reaped it).
+  size_t last_root = job.images.size();
+  for (size_t i = 0; i < job.images.size(); ++i) {
+    if (job.images[i].root) last_root = i;
+  }
+  for (size_t i = 0; i < job.images.size(); ++i) {
+    WatchImage &image = job.images[i];
+    WatchRecording &r = image.recording;
+    r.forwarded_signal = forwarded_first;
+    r.forwarded_mask = forwarded_mask;
+    int status = 0;
+    bool known = false;
+    if (i == last_root) {
+      status = root_status;
+      known = true;
+    } else if (const auto it = reaped.find(image.pid); it != reaped.end() && [&] {
+                 for (size_t k = i + 1; k < job.images.size(); ++k) {
+                   if (job.images[k].pid == image.pid) return false;  // it exec'd again
+                 }
+                 return true;
+               }()) {
+      status = it->second;
+      known = true;
+    }
+    r.status_known = known;
+    if (known) {
+      r.exited = WIFEXITED(status);
+      r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+      r.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    }
+    r.device_expected = image.root && (options.cuda || LooksLikeCuda(program));
+    if (!r.probe_states.count("cupti")) {
+      const bool any_device = std::any_of(r.samples.begin(), r.samples.end(),
+                                          [](const WatchSample &s) { return s.has_device; });
+      if (r.device_expected || any_device) r.device_absent_reason = DeviceAbsentReason(paths);
     }
   }
-  recording.wall_seconds =
+  if (!job.images.empty() && last_root == job.images.size()) {
+    // The root never connected (a static or setuid program): its ending still counts.
+    WatchImage image;
+    image.pid = job.root_pid;
+    image.root = true;
+    image.command_line = "";
+    WatchRecording &r = image.recording;
+    r.exited = WIFEXITED(root_status);
+    r.exit_status = WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 0;
+    r.term_signal = WIFSIGNALED(root_status) ? WTERMSIG(root_status) : 0;
+    r.forwarded_signal = forwarded_first;
+    r.forwarded_mask = forwarded_mask;
+    job.images.insert(job.images.begin(), std::move(image));
+  } else if (job.images.empty()) {
+    WatchImage image;
+    image.pid = job.root_pid;
+    image.root = true;
+    WatchRecording &r = image.recording;
+    r.exited = WIFEXITED(root_status);
+    r.exit_status = WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 0;
+    r.term_signal = WIFSIGNALED(root_status) ? WTERMSIG(root_status) : 0;
+    r.forwarded_signal = forwarded_first;
+    r.forwarded_mask = forwarded_mask;
+    r.device_expected = options.cuda || LooksLikeCuda(program);
+    if (r.device_expected) r.device_absent_reason = DeviceAbsentReason(paths);
+    job.images.push_back(std::move(image));
+  }
+  // An image followed by another of the same pid was replaced by exec; one that sent nothing
+  // (a fork between fork and exec, a shell's subshell before exec) is left out.
+  for (size_t i = 0; i < job.images.size(); ++i) {
+    for (size_t k = i + 1; k < job.images.size(); ++k) {
+      if (job.images[k].pid == job.images[i].pid) job.images[i].recording.replaced_by_exec = true;
+    }
+  }
+  job.images.erase(std::remove_if(job.images.begin(), job.images.end(),
+                                  [](const WatchImage &image) {
+                                    return image.recording.replaced_by_exec &&
+                                           image.recording.samples.empty() &&
+                                           image.recording.forks == 0;
+                                  }),
+                   job.images.end());
+  if (unverified > 0) {
+    job.refused.push_back(std::to_string(unverified) +
+                          " connection(s) from processes that had ended before watch could check "
+                          "them (dropped: a process must be seen to be in the job)");
+  }
+  job.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (WatchImage &image : job.images) image.recording.wall_seconds = job.wall_seconds;
   if (exec_failed) {
     throw WatchUsageError("cannot run '" + options.command.front() + "': " + std::strerror(error));
   }
-  return recording;
+  return job;
 }
 
 }  // namespace leakbound::harness::watch

@@ -225,16 +225,6 @@ std::string Notes(const watch::WatchRecording &r) {
   // The end report (BYE) if it came, else the last sample.
   const leakbound_watch_counters &last =
       r.at_exit ? *r.at_exit : r.samples.empty() ? r.at_start : r.samples.back().counters;
-  // FORK records too: a launcher (`sh -c './prog'`) marks no step and may end with _exit.
-  const std::uint64_t forks = std::max<std::uint64_t>(r.forks, last.forks);
-  if (forks > 0) {
-    notes += "; the program forked " + std::to_string(forks) +
-             " time(s): children are not followed (their memory is their own)";
-    if (r.samples.empty()) {
-      notes += "; no step arrived from the program itself: if a child runs the steps (a "
-               "launcher, a shell wrapper), watch the child's command directly";
-    }
-  }
   if (last.untracked_allocations > 0) {
     notes += "; " + std::to_string(last.untracked_allocations) +
              " allocations could not be recorded (interposer table full)";
@@ -245,12 +235,109 @@ std::string Notes(const watch::WatchRecording &r) {
   return notes;
 }
 
+// One process image of the job as the report shows it.
+struct Subject {
+  const watch::WatchImage *image = nullptr;
+  std::string role;
+  Trace trace;
+  bool judged = false;
+};
+
+std::string Shortened(std::string text, size_t most) {
+  if (text.size() <= most) return text;
+  size_t cut = most;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+// What an image is in the job: what it says (a DataLoader worker, a spawned rank), else its
+// RANK, else how it began (docs/watch.md, "Process trees").
+std::string RoleOf(const watch::WatchJob &job, size_t i, int depth = 0) {
+  const watch::WatchImage &image = job.images[i];
+  const watch::WatchRecording &r = image.recording;
+  if (!r.role.empty()) return r.role;
+  size_t parent = job.images.size();
+  for (size_t k = 0; k < job.images.size(); ++k) {
+    if (k != i && job.images[k].pid == r.parent_pid && !job.images[k].recording.replaced_by_exec) {
+      parent = k;
+    }
+  }
+  const bool has_parent = parent < job.images.size();
+  if (!image.rank.empty() && (!has_parent || job.images[parent].rank != image.rank)) {
+    return "rank " + image.rank;
+  }
+  if (image.root) return "main";
+  const std::string parent_name =
+      !has_parent ? "pid " + std::to_string(r.parent_pid)
+      : job.images[parent].root || depth > 4 ? job.images[parent].comm
+                                             : RoleOf(job, parent, depth + 1);
+  if (r.origin == LEAKBOUND_WATCH_ORIGIN_FORK) {
+    return "fork " + std::to_string(r.fork_index) + " of " + parent_name;
+  }
+  return image.comm + ", child of " + parent_name;
+}
+
+// Worst first: a leak, a failure, inconclusive, bounded.
+int JobSeverity(const reports::VerdictClass &verdict) {
+  if (reports::IsMemoryFinding(verdict)) return 3;
+  if (verdict == reports::kError) return 2;
+  if (verdict == reports::kInconclusive) return 1;
+  return 0;
+}
+
 int Watch(const WatchOptions &options) {
   const watch::WatchPaths paths = watch::FindWatchPaths();
   ReportFolder folder(options.out);
-  const watch::WatchRecording recording = watch::RecordProgram(options, paths);
-  Trace trace = watch::BuildWatchTrace(recording, options);
-  trace.subject.description += Notes(recording);
+  const watch::WatchJob job = watch::RecordProgram(options, paths);
+  const watch::WatchRecording &root = job.Root();
+
+  // Every image's trace; an image is judged when enough samples arrived, the others are
+  // summarised (a compiler, `sh -c`, a process that ended early). With none judged, the root's
+  // trace carries the verdict (inconclusive, saying what it needs).
+  std::vector<Subject> subjects;
+  std::map<std::string, int> names;
+  for (size_t i = 0; i < job.images.size(); ++i) {
+    const watch::WatchImage &image = job.images[i];
+    Subject subject;
+    subject.image = &image;
+    subject.role = RoleOf(job, i);
+    WatchOptions own = options;
+    if (!image.root) {
+      own.name = options.name + " / " + subject.role;
+      if (const int seen = names[own.name]++; seen > 0) own.name += " #" + std::to_string(seen + 1);
+      own.command = {image.command_line.empty() ? image.comm : image.command_line};
+    }
+    subject.trace = watch::BuildWatchTrace(image.recording, own);
+    subject.trace.subject.description +=
+        "; pid " + std::to_string(image.pid) + ", parent " +
+        std::to_string(image.recording.parent_pid) + ", " + subject.role +
+        (image.recording.at_clock ? "; it marks no step of its own: sampled at the job's steps "
+                                    "(its first allocation after each)"
+                                  : "") +
+        Notes(image.recording);
+    subject.judged = subject.trace.blocks > 0;
+    subjects.push_back(std::move(subject));
+  }
+  const bool any_judged =
+      std::any_of(subjects.begin(), subjects.end(), [](const Subject &s) { return s.judged; });
+  std::string summarised;
+  int summarised_count = 0;
+  for (Subject &s : subjects) {
+    if (s.judged || (!any_judged && s.image->root)) continue;
+    const watch::WatchRecording &r = s.image->recording;
+    const leakbound_watch_counters &last =
+        r.at_exit ? *r.at_exit : r.samples.empty() ? r.at_start : r.samples.back().counters;
+    if (++summarised_count <= 12) {
+      summarised += std::string(summarised.empty() ? "" : "; ") + s.role + " (pid " +
+                    std::to_string(s.image->pid) + ", `" +
+                    Shortened(s.image->command_line.empty() ? s.image->comm : s.image->command_line,
+                              80) +
+                    "`, " + std::to_string(r.samples.size()) + " samples, heap at its end " +
+                    reports::FormatBytes(static_cast<double>(last.heap_bytes)) + ", " +
+                    r.Ending() + ")";
+    }
+  }
+  if (summarised_count > 12) summarised += "; and " + std::to_string(summarised_count - 12) + " more";
 
   reports::Report report;
   report.meta = CurrentMetadata(RunOptions{});
@@ -258,36 +345,66 @@ int Watch(const WatchOptions &options) {
   report.meta.seed.reset();
   report.meta.blas_threads.reset();
   report.meta.blocks = options.blocks;
-  report.meta.steps_per_block = trace.steps_per_block;
   report.meta.warmup_steps = options.warmup_steps;
-  report.meta.wall_seconds = recording.wall_seconds;
-  report.meta.interrupted = recording.Interruption() != 0;
-  report.workloads.push_back(Judge(trace));
-  if (recording.Failed() &&
-      report.workloads.back().evidence.find(recording.Ending()) == std::string::npos) {
-    report.workloads.back().evidence += " (the program " + recording.Ending() + ")";
-  }
-
+  report.meta.wall_seconds = job.wall_seconds;
+  report.meta.interrupted = root.Interruption() != 0;
   TraceFile traces;
+  const watch::WatchImage *worst = nullptr;
+  int worst_severity = -1;
+  for (Subject &s : subjects) {
+    if (!(s.judged || (!any_judged && s.image->root))) continue;
+    if (report.workloads.empty()) {
+      if (summarised_count > 0) {
+        s.trace.subject.description += "; also in the job, summarised, not judged (too few "
+                                       "samples): " + summarised;
+      }
+      for (const std::string &refusal : job.refused) {
+        s.trace.subject.description += "; refused: " + refusal;
+      }
+      report.meta.steps_per_block = s.trace.steps_per_block;
+    }
+    reports::WorkloadResult result = Judge(s.trace);
+    const watch::WatchRecording &r = s.image->recording;
+    if (r.Failed() && result.evidence.find(r.Ending()) == std::string::npos) {
+      result.evidence += " (the program " + r.Ending() + ")";
+    }
+    if (JobSeverity(result.verdict) > worst_severity) {
+      worst_severity = JobSeverity(result.verdict);
+      worst = s.image;
+    }
+    report.workloads.push_back(std::move(result));
+    traces.traces.push_back(s.trace);
+  }
   traces.meta = report.meta;
-  traces.traces.push_back(trace);
   WriteTraceFileAtomically(traces, options.out / "trace.json");
   reports::WriteReportAtomically(report, options.out / "report.json");
   reports::WriteFileAtomically(options.out / "report.md", reports::RenderMarkdown(report));
   reports::WriteFileAtomically(options.out / "report.html", reports::RenderHtml(report));
   PrintSummary(report, std::cout);
-  std::cout << "\nprogram: " << recording.Ending() << ", " << recording.samples.size()
-            << (options.interval_ns ? " samples" : " steps")
+
+  // The job's verdict: the worst of its judged processes, named.
+  reports::VerdictClass verdict = reports::kInconclusive;
+  for (size_t i = 0; i < report.workloads.size(); ++i) {
+    if (JobSeverity(report.workloads[i].verdict) == worst_severity) {
+      verdict = report.workloads[i].verdict;
+      if (report.workloads.size() > 1 || !worst->root) {
+        std::cout << "\njob: " << verdict << " in " << report.workloads[i].name << " (pid "
+                  << worst->pid << "): " << Shortened(report.workloads[i].evidence, 300) << "\n";
+      }
+      break;
+    }
+  }
+  std::cout << "\nprogram: " << root.Ending() << ", " << job.images.size()
+            << " process image(s) observed, " << report.workloads.size() << " judged"
             << "\nreports: " << (options.out / "report.json").string()
             << ", report.md, report.html, trace.json\n";
 
-  // Precedence (docs/watch.md, "Exit codes"): an interruption, then a leak (whatever the
-  // program's own status: the status is in the report), then the program's failure, then
-  // inconclusive.
-  if (const int s = recording.Interruption(); s != 0) return 128 + s;
-  const reports::VerdictClass verdict = report.workloads.back().verdict;
+  // Precedence (docs/watch.md, "Exit codes"): an interruption, then a leak in any judged process
+  // (whatever the program's own status: the status is in the report), then the program's
+  // failure, then inconclusive.
+  if (const int s = root.Interruption(); s != 0) return 128 + s;
   if (reports::IsMemoryFinding(verdict)) return kLeak;
-  if (recording.Failed() || verdict == reports::kError) return kProgramFailed;
+  if (root.Failed() || verdict == reports::kError) return kProgramFailed;
   if (verdict == reports::kInconclusive) return kInconclusive;
   return kOk;
 }

@@ -77,6 +77,12 @@ struct SiteUpdate {
 // Everything the program sent, and how it ended.
 struct WatchRecording {
   bool hello = false;
+  int origin = 0;            // HELLO: LEAKBOUND_WATCH_ORIGIN_EXEC / _FORK
+  std::uint64_t parent_pid = 0;
+  std::uint64_t fork_index = 0;  // a fork's ordinal among its parent's forks (1-based)
+  std::string role;          // ROLE: what the process says it is ("DataLoader worker 1")
+  bool at_clock = false;     // its samples are at the job's clock (it marks no step of its own)
+  std::uint64_t restarts = 0;  // HELLOs after the first: the series started again
   std::string heap_state =
       "unavailable: the preload never started in the program (is it a "
       "static executable, or setuid?)";
@@ -105,6 +111,8 @@ struct WatchRecording {
   int forwarded_signal = 0;         // the first signal watch received and forwarded (SIGINT, ...)
   std::uint64_t forwarded_mask = 0;  // bit N: watch forwarded signal N at least once
   double wall_seconds = 0;
+  bool replaced_by_exec = false;  // the process exec'd a new program image after this one
+  bool status_known = true;  // false: a process of the job whose parent, not watch, reaped it
   std::string Ending() const;  // "exited with status 0", "killed by SIGSEGV", ...
   bool Failed() const { return term_signal != 0 || (exited && exit_status != 0); }
   // The program ended normally but its end report (BYE) never came: it ended with _exit, or the
@@ -122,10 +130,31 @@ struct WatchRecording {
   }
 };
 
-// Runs options.command under the preload and collects its records until it
-// exits. Throws WatchUsageError when the command cannot be started (not found,
-// not executable).
-WatchRecording RecordProgram(const WatchOptions &options, const WatchPaths &paths);
+// One process image of the job: a connection to the watcher (docs/watch.md, "Process trees").
+struct WatchImage {
+  std::uint64_t pid = 0;
+  std::string command_line;  // /proc/PID/cmdline when it connected (a fork's is its parent's)
+  std::string comm;          // /proc/PID/comm
+  std::string rank;          // RANK in /proc/PID/environ, if set
+  bool root = false;         // the process watch started (any of its images)
+  WatchRecording recording;
+};
+
+// Everything the job sent: every image that connected, in the order they connected, and the
+// connections refused (a process outside the job, or one that was gone before it was checked).
+struct WatchJob {
+  std::vector<WatchImage> images;
+  std::vector<std::string> refused;
+  std::uint64_t root_pid = 0;
+  double wall_seconds = 0;
+  // The root process's ending (exit status, interruption), whichever image it ended in.
+  const WatchRecording &Root() const;
+};
+
+// Runs options.command under the preload, with every process it starts, and collects their
+// records until the last of them has ended. Throws WatchUsageError when the command cannot be
+// started (not found, not executable).
+WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths);
 
 // The Trace of a recording (subject kind "watched"): warm-up detected or as
 // configured, the rest split into options.blocks blocks; ended_early / error

@@ -273,7 +273,8 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
   }
   const int samples = judged;
   const int blocks = options.blocks;
-  const std::string unit_name = options.interval_ns > 0 ? "samples" : "steps";
+  const std::string unit_name =
+      options.interval_ns > 0 || recording.at_clock ? "samples" : "steps";
   const int arrived = static_cast<int>(recording.samples.size());
   if (recording.term_signal != 0 && recording.Interruption() != recording.term_signal) {
     trace.error = "the program was " + recording.Ending() + " after " + std::to_string(arrived) +
@@ -306,6 +307,9 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
           (recording.ChannelLost()
                ? "watch's channel closed before the program ended (see the notes), so later steps "
                  "were not seen"
+           : recording.at_clock
+               ? "it marks no step of its own and was sampled at the job's steps; mark its "
+                 "steps (leakbound_step, --step-on) or run it longer"
            : options.interval_ns > 0 ? "run the program longer or shorten --interval"
                                      : "run the program for more steps, mark steps (leakbound_step, "
                                        "--step-on, --step-range), or lower --blocks");

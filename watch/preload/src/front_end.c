@@ -22,11 +22,14 @@
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
   if (!g_leakbound_sites_on) {
     LeakboundHeapOnAlloc(block, size);
-    return;
+  } else {
+    /* An excluded thread's allocation (the marker's) claims no site. */
+    uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
+    if (LeakboundHeapOnAllocAt(block, size, site) && site) {
+      LeakboundSiteAdd(site, (int64_t)size, 1);
+    }
   }
-  /* An excluded thread's allocation (the marker's) claims no site. */
-  uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
-  if (LeakboundHeapOnAllocAt(block, size, site) && site) LeakboundSiteAdd(site, (int64_t)size, 1);
+  LeakboundJobClockCheck(); /* after the record: a sample here sees this block */
 }
 
 static inline void Forgotten(LeakboundHeapTaken taken) {

@@ -1,12 +1,13 @@
 /* Step markers and the channel of the `leakbound watch` preload:
- * leakbound_step() samples the counters and sends them to the parent as
- * fixed-size records on the socket named by LEAKBOUND_WATCH_FD; an optional
- * timer thread does the same every LEAKBOUND_WATCH_INTERVAL_NS. Only the
- * process whose pid is LEAKBOUND_WATCH_PID reports: forked children (DataLoader
- * workers) and programs it execs keep their own counters in their own memory
- * and stay silent, so they can never corrupt the parent's series
- * (docs/watch.md, "Forks"). What the marker itself allocates (snprintf's, if
- * any) is excluded from the counts. */
+ * leakbound_step() samples the counters and sends them to the watcher as
+ * fixed-size records on this process's own connection to the socket named by
+ * LEAKBOUND_WATCH_SOCKET; an optional timer thread does the same every
+ * LEAKBOUND_WATCH_INTERVAL_NS. Every process of the job reports on its own
+ * connection (docs/watch.md, "Process trees"): the preload connects when it
+ * starts in a program image and again in a forked child (which never writes
+ * into its parent's connection). A process that marks no step of its own
+ * samples itself at the job's clock (channel.h). What the marker itself
+ * allocates (snprintf's, if any) is excluded from the counts. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <link.h>
@@ -18,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -28,7 +32,9 @@
 #include "preload_internal.h"
 
 static _Atomic int g_fd = -1;
-static ino_t g_channel_ino; /* the channel's identity (LEAKBOUND_WATCH_CHANNEL), checked per send */
+static ino_t g_channel_ino; /* the connection's identity (its inode), checked per send */
+static struct sockaddr_un g_watcher;  /* LEAKBOUND_WATCH_SOCKET */
+static int g_have_watcher;
 /* Held across a send's identity check and the send, and by the dup2 / dup3 hooks, so that no
  * dup2 onto the channel's number can land between the two. */
 static pthread_mutex_t g_channel_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,6 +47,10 @@ static uint64_t g_samples;          /* STEP + TICK records sent (guarded by g_ma
 static uint64_t g_census_unit = 1;  /* samples between census points (channel.h) */
 static pthread_mutex_t g_marker_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(leakbound_watch_sampler) g_device_sampler; /* the CUDA injection's, or NULL */
+static uint64_t g_interval_ns; /* LEAKBOUND_WATCH_INTERVAL_NS: this image's timer, or 0 */
+static const _Atomic uint64_t *g_clock_page; /* LEAKBOUND_WATCH_CLOCK, mapped read-only */
+LB_HIDDEN const _Atomic uint64_t *_Atomic g_leakbound_job_clock; /* NULL: sampling off */
+LB_HIDDEN _Atomic uint64_t g_leakbound_job_seen;
 
 static uint64_t NowNs(void) {
   struct timespec now;
@@ -220,12 +230,13 @@ LB_EXPORT int leakbound_census_due(void) {
   return due;
 }
 
-static void Mark(leakbound_watch_kind kind) {
-  leakbound_heap_exclude_begin();
-  pthread_mutex_lock(&g_marker_lock);
+/* One sample and what goes with it, under g_marker_lock. `at_clock`: a sample at the job's clock,
+ * taken inside an allocation call of the program (the device sampler is not called there). */
+static void MarkLocked(leakbound_watch_kind kind, int at_clock) {
   leakbound_watch_record record;
   memset(&record, 0, sizeof record);
   record.kind = (uint16_t)kind;
+  record.site = at_clock ? 1 : 0;
   record.seq = kind == LEAKBOUND_WATCH_STEP ? g_steps++ : g_ticks++;
   Sample(&record.counters); /* first: the site scan below must not delay the
                                sample */
@@ -240,7 +251,7 @@ static void Mark(leakbound_watch_kind kind) {
     SendCensus(record.seq);
     if (g_samples >= (uint64_t)LEAKBOUND_WATCH_CENSUS_POINTS * g_census_unit) g_census_unit *= 2;
   }
-  leakbound_watch_sampler sampler = atomic_load(&g_device_sampler);
+  leakbound_watch_sampler sampler = at_clock ? NULL : atomic_load(&g_device_sampler);
   if (sampler) {
     leakbound_watch_record device;
     memset(&device, 0, sizeof device);
@@ -249,15 +260,66 @@ static void Mark(leakbound_watch_kind kind) {
     if (sampler(device.values, LEAKBOUND_WATCH_VALUES) > 0) Send(&device);
   }
   Send(&record);
+}
+
+static void Mark(leakbound_watch_kind kind) {
+  leakbound_heap_exclude_begin();
+  pthread_mutex_lock(&g_marker_lock);
+  MarkLocked(kind, 0);
   pthread_mutex_unlock(&g_marker_lock);
+  leakbound_heap_exclude_end();
+}
+
+/* Called by the allocation hooks when the job's clock moved (preload_internal.h): a sample now,
+ * unless this thread is inside the preload or another thread is sampling. */
+LB_HIDDEN void LeakboundJobClockSample(void) {
+  if (leakbound_heap_excluded() || !Followed()) return;
+  const _Atomic uint64_t *clock = atomic_load(&g_leakbound_job_clock);
+  if (!clock) return;
+  leakbound_heap_exclude_begin();
+  if (pthread_mutex_trylock(&g_marker_lock) == 0) {
+    atomic_store(&g_leakbound_job_seen, atomic_load(clock));
+    if (atomic_load(&g_leakbound_job_clock)) MarkLocked(LEAKBOUND_WATCH_TICK, 1);
+    pthread_mutex_unlock(&g_marker_lock);
+  }
   leakbound_heap_exclude_end();
 }
 
 /* ---- exported markers (leakbound/watch/step.h, the Python module, the NVTX
  * injection) ---- */
 
+static void SendHello(void);
+
 LB_EXPORT void leakbound_step(void) {
-  if (Followed()) Mark(LEAKBOUND_WATCH_STEP);
+  if (!Followed()) return;
+  if (atomic_exchange(&g_leakbound_job_clock, NULL) != NULL) {
+    /* Its own steps from now on: the samples it took at the job's clock are dropped (a series
+     * is steps or clock samples, never both) and its series, census and sites start again. */
+    leakbound_heap_exclude_begin();
+    pthread_mutex_lock(&g_marker_lock);
+    if (g_samples > 0) {
+      g_steps = g_ticks = g_samples = 0;
+      g_census_unit = 1;
+      leakbound_heap_census_start();
+      LeakboundSitesForget();
+      SendHello();
+    }
+    pthread_mutex_unlock(&g_marker_lock);
+    leakbound_heap_exclude_end();
+  }
+  Mark(LEAKBOUND_WATCH_STEP);
+}
+
+/* What this process is in the job ("DataLoader worker 1", "rank 0"), for the report. */
+LB_EXPORT void leakbound_role(const char *text) {
+  if (!Followed() || !text) return;
+  leakbound_heap_exclude_begin();
+  leakbound_watch_record record;
+  memset(&record, 0, sizeof record);
+  record.kind = LEAKBOUND_WATCH_ROLE;
+  CopyText(record.text, text);
+  Send(&record);
+  leakbound_heap_exclude_end();
 }
 
 /* A line for the report ("step-on: patched torch.optim.Optimizer.step and 12
@@ -327,8 +389,6 @@ LB_EXPORT int leakbound_watching(void) { return Followed(); }
 
 /* ---- timer sampling (--interval)
  * ---------------------------------------------------------- */
-
-static uint64_t g_interval_ns;
 
 static void *TimerThread(void *unused) {
   (void)unused;
@@ -432,19 +492,6 @@ LB_EXPORT int dup3(int old_fd, int new_fd, int flags) {
  * -----------------------------------------------------------------------------
  */
 
-static void CountFork(void) {
-  const uint64_t forks = atomic_fetch_add(&g_forks, 1) + 1;
-  if (!Followed()) return;
-  leakbound_heap_exclude_begin();
-  leakbound_watch_record record;
-  memset(&record, 0, sizeof record);
-  record.kind = LEAKBOUND_WATCH_FORK;
-  record.counters.forks = forks;
-  Send(&record);
-  leakbound_heap_exclude_end();
-}
-static void ForgetInChild(void) { atomic_store(&g_followed, 0); }
-
 static long EnvNumber(const char *name, long fallback) {
   const char *text = getenv(name);
   if (!text || !*text) return fallback;
@@ -453,29 +500,144 @@ static long EnvNumber(const char *name, long fallback) {
   return (end && *end == '\0') ? value : fallback;
 }
 
-__attribute__((constructor(103))) static void StartWatch(void) {
-  const char *sites = getenv(LEAKBOUND_WATCH_ENV_SITES);
-  g_leakbound_sites_on = !(sites && strcmp(sites, "0") == 0);
-  long fd = EnvNumber(LEAKBOUND_WATCH_ENV_FD, -1);
-  long pid = EnvNumber(LEAKBOUND_WATCH_ENV_PID, -1);
-  if (fd < 0 || pid != (long)getpid()) return; /* not the followed process: count, stay silent */
-  /* The descriptor must still be the channel watch opened: an image exec'd by the followed
-   * process inherits the number, not necessarily the socket. */
-  g_channel_ino = (ino_t)EnvNumber(LEAKBOUND_WATCH_ENV_CHANNEL, 0);
-  if (!ChannelIntact((int)fd)) return;
-  g_fd = (int)fd;
-  g_pid = getpid();
-  atomic_store(&g_followed, 1);
-  leakbound_heap_exclude_begin();
-  pthread_atfork(NULL, CountFork, ForgetInChild);
+/* This image's connection to the watcher, on a high descriptor (out of the way of the numbers a
+ * program opens: open() returns the lowest free one, and bare, these are free), close-on-exec
+ * (an exec'd image connects again). -1 when there is no watcher to reach. */
+static int Connect(void) {
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  while (connect(fd, (const struct sockaddr *)&g_watcher, sizeof g_watcher) != 0) {
+    if (errno == EINTR) continue;
+    syscall(SYS_close, fd);
+    return -1;
+  }
+  struct rlimit files;
+  long high = 1000;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+      (long)files.rlim_cur - 1 < high) {
+    high = (long)files.rlim_cur - 1;
+  }
+  if (high < 10) high = 10;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, high);
+  if (moved < 0) moved = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  if (moved >= 0) {
+    syscall(SYS_close, fd);
+    fd = moved;
+  }
+  return fd;
+}
+
+static int g_origin;
+static uint64_t g_fork_index; /* in a forked child: which fork of its parent it is (1-based) */
+static pid_t g_forking_pid;    /* set before fork: in the child, its parent (which may exit first) */
+
+/* HELLO: the watcher starts this image's series (again) from here. */
+static void SendHello(void) {
   leakbound_watch_record hello;
   memset(&hello, 0, sizeof hello);
   hello.kind = LEAKBOUND_WATCH_HELLO;
+  hello.site = (uint32_t)g_origin;
+  hello.seq = (uint64_t)(g_origin == LEAKBOUND_WATCH_ORIGIN_FORK ? g_forking_pid : getppid());
+  hello.values[0] = g_fork_index;
   Sample(&hello.counters);
   CopyText(hello.text, leakbound_heap_state());
   Send(&hello);
-  g_interval_ns = (uint64_t)EnvNumber(LEAKBOUND_WATCH_ENV_INTERVAL, 0);
-  if (g_interval_ns > 0) {
+}
+
+/* Connects and says hello; from then on this process reports. */
+static void Begin(int origin) {
+  const int fd = Connect();
+  if (fd < 0) return;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    syscall(SYS_close, fd);
+    return;
+  }
+  g_channel_ino = st.st_ino;
+  atomic_store(&g_fd, fd);
+  g_pid = getpid();
+  g_origin = origin;
+  atomic_store(&g_followed, 1);
+  SendHello();
+  /* Samples at the job's clock until it marks a step of its own (or has its own timer). */
+  if (g_clock_page && g_interval_ns == 0) {
+    atomic_store(&g_leakbound_job_seen, atomic_load(g_clock_page));
+    atomic_store(&g_leakbound_job_clock, g_clock_page);
+  }
+}
+
+/* Around fork: no thread of the parent is inside a sample or a send when the child's copy of the
+ * locks is taken, and the child begins as a process of its own: its own connection (the
+ * parent's is closed in it, never written to), its own steps, a census from now on, every call
+ * site named again. */
+static void BeforeFork(void) {
+  leakbound_heap_exclude_begin();
+  g_forking_pid = getpid();
+  pthread_mutex_lock(&g_marker_lock);
+  pthread_mutex_lock(&g_channel_lock);
+}
+
+static void AfterForkInParent(void) {
+  pthread_mutex_unlock(&g_channel_lock);
+  pthread_mutex_unlock(&g_marker_lock);
+  const uint64_t forks = atomic_fetch_add(&g_forks, 1) + 1;
+  if (Followed()) {
+    leakbound_watch_record record;
+    memset(&record, 0, sizeof record);
+    record.kind = LEAKBOUND_WATCH_FORK;
+    record.counters.forks = forks;
+    Send(&record);
+  }
+  leakbound_heap_exclude_end();
+}
+
+static void AfterForkInChild(void) {
+  pthread_mutex_unlock(&g_channel_lock);
+  pthread_mutex_unlock(&g_marker_lock);
+  const int inherited = atomic_exchange(&g_fd, -1);
+  atomic_store(&g_followed, 0);
+  atomic_store(&g_leakbound_job_clock, NULL);
+  if (inherited >= 0) syscall(SYS_close, inherited);
+  g_steps = g_ticks = g_samples = 0;
+  g_census_unit = 1;
+  g_fork_index = atomic_exchange(&g_forks, 0) + 1;
+  atomic_store(&g_device_sampler, NULL);
+  atomic_store(&g_device_claimed, 0);
+  g_interval_ns = 0; /* the timer thread is not in the child: the job's clock samples it */
+  if (g_have_watcher) {
+    leakbound_heap_census_start();
+    LeakboundSitesForget();
+    Begin(LEAKBOUND_WATCH_ORIGIN_FORK);
+  }
+  leakbound_heap_exclude_end();
+}
+
+/* The job's clock page (LEAKBOUND_WATCH_CLOCK), mapped read-only; NULL when absent. */
+static const _Atomic uint64_t *MapClock(void) {
+  const char *path = getenv(LEAKBOUND_WATCH_ENV_CLOCK);
+  if (!path || !*path) return NULL;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  void *page = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+  syscall(SYS_close, fd);
+  return page == MAP_FAILED ? NULL : (const _Atomic uint64_t *)page;
+}
+
+__attribute__((constructor(103))) static void StartWatch(void) {
+  const char *sites = getenv(LEAKBOUND_WATCH_ENV_SITES);
+  g_leakbound_sites_on = !(sites && strcmp(sites, "0") == 0);
+  const char *socket_path = getenv(LEAKBOUND_WATCH_ENV_SOCKET);
+  if (!socket_path || !*socket_path || strlen(socket_path) >= sizeof g_watcher.sun_path) return;
+  leakbound_heap_exclude_begin();
+  g_watcher.sun_family = AF_UNIX;
+  memcpy(g_watcher.sun_path, socket_path, strlen(socket_path) + 1);
+  g_have_watcher = 1;
+  g_clock_page = MapClock();
+  const long interval = EnvNumber(LEAKBOUND_WATCH_ENV_INTERVAL, 0);
+  g_interval_ns = interval > 0 ? (uint64_t)interval : 0;
+  pthread_atfork(BeforeFork, AfterForkInParent, AfterForkInChild);
+  Begin(LEAKBOUND_WATCH_ORIGIN_EXEC);
+  if (Followed() && g_interval_ns > 0) {
     pthread_t thread;
     if (pthread_create(&thread, NULL, TimerThread, NULL) == 0) {
       pthread_detach(thread);

@@ -4,6 +4,7 @@
 #ifndef LEAKBOUND_WATCH_PRELOAD_INTERNAL_H_
 #define LEAKBOUND_WATCH_PRELOAD_INTERNAL_H_
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "leakbound/watch/channel.h"
@@ -26,8 +27,25 @@ typedef void (*LeakboundSiteVisitor)(uint32_t site, uintptr_t pc, int64_t bytes,
                                      int64_t allocations, int first_time, void* context);
 LB_HIDDEN void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context);
 LB_HIDDEN uint64_t LeakboundSitesDropped(void);
+/* In a forked child: every site is named and sent again on its own connection. */
+LB_HIDDEN void LeakboundSitesForget(void);
 
 /* Anonymous mmap'd bytes still mapped (front_end.c). */
 LB_HIDDEN uint64_t LeakboundMappedBytes(void);
+
+/* The job's clock (channel.h, LEAKBOUND_WATCH_CLOCK): non-NULL while this process marks no step
+ * of its own. An allocation hook that sees it move takes a sample (marker.c). One relaxed load
+ * on the hot path when off. */
+extern LB_HIDDEN const _Atomic uint64_t* _Atomic g_leakbound_job_clock;
+extern LB_HIDDEN _Atomic uint64_t g_leakbound_job_seen;
+LB_HIDDEN void LeakboundJobClockSample(void);
+static inline void LeakboundJobClockCheck(void) {
+  const _Atomic uint64_t* clock = atomic_load_explicit(&g_leakbound_job_clock, memory_order_relaxed);
+  if (__builtin_expect(clock != NULL, 0) &&
+      atomic_load_explicit(clock, memory_order_relaxed) !=
+          atomic_load_explicit(&g_leakbound_job_seen, memory_order_relaxed)) {
+    LeakboundJobClockSample();
+  }
+}
 
 #endif /* LEAKBOUND_WATCH_PRELOAD_INTERNAL_H_ */

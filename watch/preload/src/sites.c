@@ -66,3 +66,11 @@ void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
 }
 
 uint64_t LeakboundSitesDropped(void) { return atomic_load(&g_sites_dropped); }
+
+void LeakboundSitesForget(void) {
+  for (uint32_t i = 0; i < (1u << kSiteBits); ++i) {
+    g_sites[i].named = 0;
+    g_sites[i].sent_bytes = 0;
+    g_sites[i].sent_allocations = 0;
+  }
+}

@@ -39,7 +39,7 @@ import os as _os
 import sys as _sys
 import threading as _threading
 
-__all__ = ["step", "mark", "note", "watching"]
+__all__ = ["step", "mark", "note", "role", "watching"]
 
 
 def _resolve():
@@ -65,12 +65,18 @@ def _resolve():
             census_fn.argtypes = []
         except AttributeError:
             census_fn = None
-        return marker, note_fn, watching_fn, counter_fn, census_fn
+        try:
+            role_fn = process.leakbound_role
+            role_fn.restype = None
+            role_fn.argtypes = [_ctypes.c_char_p]
+        except AttributeError:
+            role_fn = None
+        return marker, note_fn, watching_fn, counter_fn, census_fn, role_fn
     except (OSError, AttributeError):
-        return None, None, None, None, None
+        return None, None, None, None, None, None
 
 
-_marker, _note, _watching, _note_counter, _census_due = _resolve()
+_marker, _note, _watching, _note_counter, _census_due, _role = _resolve()
 _torch_cuda = None  # None: not checked yet; False: no torch with CUDA; else torch.cuda
 
 
@@ -160,8 +166,110 @@ def mark():
 def note(text):
     """Adds a line to the report (e.g. what a step is)."""
     if _note is not None:
-        # At most 180 bytes, cut at a character boundary (never mid-character).
-        _note(str(text).encode("utf-8", "replace")[:180].decode("utf-8", "ignore").encode("utf-8"))
+        _note(_text(text))
+
+
+def _text(text):
+    """At most 180 bytes of UTF-8, cut at a character boundary (never mid-character)."""
+    return str(text).encode("utf-8", "replace")[:180].decode("utf-8", "ignore").encode("utf-8")
+
+
+def role(text):
+    """Names what this process is in the job ("DataLoader worker 1"), for the report."""
+    if _role is not None:
+        _role(_text(text))
+
+
+def _role_of(process):
+    """The role of a multiprocessing child from what it runs: DataLoader workers and the ranks
+    of torch.multiprocessing.spawn by name, any other by its process name."""
+    target = getattr(process, "_target", None)
+    module = getattr(target, "__module__", "") or ""
+    name = getattr(target, "__qualname__", "") or ""
+    args = tuple(getattr(process, "_args", ()) or ())
+    if module == "torch.utils.data._utils.worker" and name == "_worker_loop" and len(args) > 10:
+        return "DataLoader worker %s" % (args[10],)
+    if module == "torch.multiprocessing.spawn" and name == "_wrap" and len(args) > 1:
+        return "rank %s" % (args[1],)
+    return "multiprocessing %s" % (getattr(process, "name", "") or "process")
+
+
+def _mark_batches():
+    """In a DataLoader worker: each batch it fetches is one of its steps, so that its series (and
+    the collections at its census points) follow its own work, not the trainer's."""
+    fetch = _sys.modules.get("torch.utils.data._utils.fetch")
+    for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
+        cls = getattr(fetch, name, None)
+        original = getattr(cls, "fetch", None) if cls is not None else None
+        if original is None or getattr(original, "__leakbound_step__", False):
+            continue
+
+        def fetched(self, *args, _original=original, **kwargs):
+            try:
+                return _original(self, *args, **kwargs)
+            finally:
+                mark()
+
+        fetched.__leakbound_step__ = True
+        cls.fetch = fetched
+
+
+def _patch_multiprocessing(module):
+    """Wraps BaseProcess._bootstrap, which runs first in every multiprocessing child (fork,
+    spawn, forkserver), so that the child says what it is before it runs its target."""
+    base = getattr(module, "BaseProcess", None)
+    original = getattr(base, "_bootstrap", None)
+    if original is None or getattr(original, "__leakbound_role__", False):
+        return
+
+    def _bootstrap(self, *args, **kwargs):
+        try:
+            text = _role_of(self)
+            role(text)
+            if text.startswith("DataLoader worker "):
+                _mark_batches()
+        except Exception:  # never in the way of the program
+            pass
+        return original(self, *args, **kwargs)
+
+    _bootstrap.__leakbound_role__ = True
+    base._bootstrap = _bootstrap
+
+
+class _RoleHook:
+    """Patches multiprocessing.process when the program imports it (importing it here would
+    cost 40 ms of start-up in every Python process)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "multiprocessing.process":
+            return None
+        for finder in _sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                loader = spec.loader
+                original_exec = loader.exec_module
+
+                def exec_module(module, _original=original_exec):
+                    _original(module)
+                    _patch_multiprocessing(module)
+
+                try:
+                    loader.exec_module = exec_module
+                except (AttributeError, TypeError):
+                    return None
+                return spec
+            if spec is not None:
+                return None
+        return None
+
+
+if _role is not None and _watching is not None and _watching():
+    if "multiprocessing.process" in _sys.modules:
+        _patch_multiprocessing(_sys.modules["multiprocessing.process"])
+    else:
+        _sys.meta_path.insert(0, _RoleHook())
 
 
 def watching():

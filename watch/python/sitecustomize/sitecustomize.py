@@ -143,8 +143,11 @@ def _report_unresolved():
     if not _resolved:
         leakbound.note("step-on: %s never resolved (%s); no step was marked" %
                        (_QUALNAME, _last_error[0]))
-        sys.stderr.write("leakbound watch: --step-on %s never resolved: %s\n" %
-                         (_QUALNAME, _last_error[0]))
+        # On the terminal only from the process watch started: the other Python processes of a
+        # job (a launcher, multiprocessing's resource tracker) say it in the report.
+        if os.environ.get("LEAKBOUND_WATCH_PARENT") == str(os.getppid()):
+            sys.stderr.write("leakbound watch: --step-on %s never resolved: %s\n" %
+                             (_QUALNAME, _last_error[0]))
 
 
 def _chain_user_sitecustomize():

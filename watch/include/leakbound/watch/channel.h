@@ -1,6 +1,8 @@
 /* The channel from a watched program to `leakbound watch`: fixed-size records
- * sent with one send(2) each on the SOCK_SEQPACKET socket whose descriptor is
- * in LEAKBOUND_WATCH_FD (docs/watch.md). A record is one message, so records
+ * sent with one send(2) each on a SOCK_SEQPACKET connection that each process of
+ * the job opens to the socket named by LEAKBOUND_WATCH_SOCKET (docs/watch.md,
+ * "Process trees"): one connection per process image, opened when the preload
+ * starts (after exec) and again in a forked child. A record is one message, so records
  * from several threads never interleave, and sending one needs no allocation
  * and no lock. Call-site updates travel in batches (leakbound_watch_site_batch,
  * up to LEAKBOUND_WATCH_SITE_BATCH sites a message). Shared by the preload and
@@ -15,24 +17,30 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 5
+#define LEAKBOUND_WATCH_VERSION 6
 #define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
 #define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
 #define LEAKBOUND_WATCH_SITE_BATCH 168 /* sites in one SITES message (4,056 bytes) */
 
 /* Environment the parent sets for the child. */
-#define LEAKBOUND_WATCH_ENV_FD "LEAKBOUND_WATCH_FD"
-#define LEAKBOUND_WATCH_ENV_CHANNEL "LEAKBOUND_WATCH_CHANNEL" /* its inode: the socket's identity */
-#define LEAKBOUND_WATCH_ENV_PID "LEAKBOUND_WATCH_PID"              /* the one process followed */
+#define LEAKBOUND_WATCH_ENV_SOCKET "LEAKBOUND_WATCH_SOCKET" /* the watcher's listening socket */
+/* A read-only page whose first uint64_t the watcher advances at every step (or timer sample) of
+ * any process of the job: a process that marks no step of its own samples itself (a TICK with
+ * site = 1) at its first allocation after each advance, i.e. at the steps of the job. */
+#define LEAKBOUND_WATCH_ENV_CLOCK "LEAKBOUND_WATCH_CLOCK"
 #define LEAKBOUND_WATCH_ENV_INTERVAL "LEAKBOUND_WATCH_INTERVAL_NS" /* timer sampling */
 #define LEAKBOUND_WATCH_ENV_SITES "LEAKBOUND_WATCH_SITES"          /* "0": no call sites */
 #define LEAKBOUND_WATCH_ENV_STEP_ON "LEAKBOUND_STEP_ON"            /* Python qualname */
 #define LEAKBOUND_WATCH_ENV_STEP_RANGE "LEAKBOUND_STEP_RANGE"      /* NVTX range name */
 
 typedef enum leakbound_watch_kind {
-  LEAKBOUND_WATCH_HELLO = 1, /* the preload started in the followed process (counters: now) */
+  /* A process image connected (counters: now; text: the heap's state; site: its origin,
+   * LEAKBOUND_WATCH_ORIGIN_*; seq: its parent's pid; values[0]: a fork's ordinal among its
+   * parent's forks, 1-based). */
+  LEAKBOUND_WATCH_HELLO = 1,
   LEAKBOUND_WATCH_STEP = 2,  /* a step marker returned (counters after the step) */
-  LEAKBOUND_WATCH_TICK = 3,  /* a timer sample (--interval) */
+  LEAKBOUND_WATCH_TICK = 3,  /* a timer sample (--interval; site 0) or a sample at the job's
+                                clock (site 1: the process marks no step of its own) */
   LEAKBOUND_WATCH_SITES = 4, /* a leakbound_watch_site_batch: call sites whose survivors changed
                                 (precedes its STEP/TICK) */
   LEAKBOUND_WATCH_NAME = 5,  /* a call site's symbol, sent once, before its first SITES entry */
@@ -54,8 +62,14 @@ typedef enum leakbound_watch_kind {
   /* The followed process forked (sent in the parent right after; counters.forks: forks so far,
    * the rest zero): a launcher that marks no step and ends with _exit is still known to have
    * run a child. */
-  LEAKBOUND_WATCH_FORK = 12
+  LEAKBOUND_WATCH_FORK = 12,
+  /* What the process is in the job, for the report (text: "DataLoader worker 1", "rank 0"). */
+  LEAKBOUND_WATCH_ROLE = 13
 } leakbound_watch_kind;
+
+/* HELLO's site: how the image began. */
+#define LEAKBOUND_WATCH_ORIGIN_EXEC 1 /* the preload started (the first image, or after exec) */
+#define LEAKBOUND_WATCH_ORIGIN_FORK 2 /* a forked child of a watched process */
 
 typedef struct leakbound_watch_counters {
   uint64_t heap_bytes;        /* leakbound_heap_stats.live_bytes */
@@ -65,7 +79,7 @@ typedef struct leakbound_watch_counters {
   uint64_t total_allocations; /* cumulative */
   uint64_t untracked_allocations;
   uint64_t mapped_bytes; /* anonymous mmap'd bytes still mapped */
-  uint64_t forks;        /* fork()s this process made (children are not followed) */
+  uint64_t forks;        /* fork()s this process image made */
 } leakbound_watch_counters;
 
 /* DEVICE values, in CuptiProbe's counter order (harness/cupti/observer.h). */
