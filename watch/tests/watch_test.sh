@@ -361,19 +361,19 @@ PY
     # Persistent DataLoader workers; worker 1's __getitem__ keeps 4 KiB a sample. Each worker's
     # step is a batch it fetched (its own series); the trainer steps at SGD.step.
     need_torch
-    TREE_STEPS=1500 watch_expect 1 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" loader-leak
+    TREE_STEPS=3000 watch_expect 1 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" loader-leak
     expect_job "DataLoader worker 1" 3
     ;;
   torch_tree_loader_clean)
-    # 1,500 steps: torch's shared-memory cache in each worker holds up to 128 batches before it
+    # 3,000 steps: torch's shared-memory cache in each worker holds up to 128 batches before it
     # drops dead entries, so a shorter run sees a bounded cache that has not cycled yet.
     need_torch
-    TREE_STEPS=1500 watch_expect 0 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" loader-clean
+    TREE_STEPS=3000 watch_expect 0 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" loader-clean
     expect_job - 3
     ;;
   torch_tree_cow)
     need_torch
-    TREE_STEPS=1500 watch_expect 0 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" cow
+    TREE_STEPS=3000 watch_expect 0 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" cow
     expect_job - 3
     ;;
   torch_tree_spawn_leak)

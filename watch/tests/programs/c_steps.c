@@ -12,12 +12,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "leakbound/watch/step.h"
 
 static void* volatile g_sink;
+
+/* The preload's connection to the watcher: the socket connected to its folder. */
+static int WatchChannel(void) {
+  for (int fd = 3; fd < 4096; ++fd) {
+    struct sockaddr_un peer;
+    socklen_t size = sizeof peer;
+    memset(&peer, 0, sizeof peer);
+    if (getpeername(fd, (struct sockaddr*)&peer, &size) == 0 && peer.sun_family == AF_UNIX &&
+        strstr(peer.sun_path, "leakbound-watch-") != NULL) {
+      return fd;
+    }
+  }
+  return -1;
+}
 
 static void Work(unsigned* seed) {
   void* blocks[16];
@@ -39,8 +54,14 @@ int main(int argc, char** argv) {
   void** kept = calloc((size_t)steps + 1, sizeof(void*));
   void* cache = strcmp(mode, "masked") == 0 ? malloc(1 << 20) : NULL;
   void* held = NULL;
-  const char* channel = getenv("LEAKBOUND_WATCH_FD");
-  if (strcmp(mode, "empty-message") == 0 && channel) send(atoi(channel), "", 0, MSG_NOSIGNAL);
+  if (strcmp(mode, "empty-message") == 0) {
+    const int channel = WatchChannel();
+    if (channel < 0) {
+      fprintf(stderr, "c_steps: no connection to leakbound watch found\n");
+      return 3;
+    }
+    send(channel, "", 0, MSG_NOSIGNAL);
+  }
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
     if (strcmp(mode, "recur") == 0 && (step == 149 || step == 299)) kept[step] = malloc(1024);

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,9 +44,17 @@ void Work(unsigned* seed) {
   delete[] array;
 }
 
+// The preload's connection to the watcher: the socket connected to its folder (-1: none).
 int ChannelNumber() {
-  const char* text = std::getenv("LEAKBOUND_WATCH_FD");
-  return text ? std::atoi(text) : 1000;
+  for (int fd = 3; fd < 4096; ++fd) {
+    sockaddr_un peer{};
+    socklen_t size = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) == 0 &&
+        peer.sun_family == AF_UNIX && std::strstr(peer.sun_path, "leakbound-watch-") != nullptr) {
+      return fd;
+    }
+  }
+  return -1;
 }
 
 int Fail(const char* what) {
@@ -103,6 +112,7 @@ int main(int argc, char** argv) {
   std::vector<void*> kept;
   if (mode == "closefrom") {
     const int channel = ChannelNumber();
+    if (channel < 0) return Fail("no connection to leakbound watch found");
     ::closefrom(3);
     for (int fd = 3; fd <= channel + 2;) {  // fill the numbers up to and past the channel's
       int pair[2];
@@ -113,6 +123,7 @@ int main(int argc, char** argv) {
     }
   } else if (mode == "raw-close") {
     const int channel = ChannelNumber();
+    if (channel < 0) return Fail("no connection to leakbound watch found");
     ::syscall(SYS_close_range, 3u, ~0u, 0);
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pair) != 0) return Fail("socketpair failed");
@@ -120,6 +131,7 @@ int main(int argc, char** argv) {
     own = {pair[1], channel};
   } else if (mode == "dup2-over") {
     const int channel = ChannelNumber();
+    if (channel < 0) return Fail("no connection to leakbound watch found");
     int pipe_fds[2];
     if (::pipe(pipe_fds) != 0 || ::dup2(pipe_fds[1], channel) != channel) return Fail("dup2 failed");
     if (::write(channel, "mine", 4) != 4) return Fail("write to its own descriptor failed");
