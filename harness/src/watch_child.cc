@@ -160,10 +160,12 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       const std::vector<std::string> notes = recording.notes;
       const std::string role = recording.role;
       const std::uint64_t restarts = recording.hello ? recording.restarts + 1 : 0;
+      const std::uint64_t clock_moves = recording.clock_moves;
       recording = WatchRecording{};
       recording.notes = notes;
       recording.role = role;
       recording.restarts = restarts;
+      recording.clock_moves = clock_moves;
       recording.hello = true;
       recording.origin = static_cast<int>(record.site);
       recording.parent_pid = record.seq;
@@ -177,7 +179,11 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       break;
     case LEAKBOUND_WATCH_STEP:
     case LEAKBOUND_WATCH_TICK: {
-      if (record.kind == LEAKBOUND_WATCH_TICK && record.site == 1) recording.at_clock = true;
+      if (record.kind == LEAKBOUND_WATCH_TICK && record.site == 1) {
+        recording.at_clock = true;
+      } else {
+        ++recording.clock_moves;
+      }
       WatchSample sample = std::move(recording.pending);
       recording.pending = WatchSample{};
       sample.seq = record.seq;
@@ -433,6 +439,7 @@ std::string DeviceAbsentReason(const WatchPaths &paths) {
 
 std::string WatchRecording::Ending() const {
   if (replaced_by_exec) return "exec'd a new program";
+  if (still_running) return "still running when watch stopped waiting";
   if (!status_known) return "ended (its parent, not watch, collected its status)";
   if (term_signal != 0) {
     std::string text = "killed by " + SignalName(term_signal);
@@ -552,13 +559,21 @@ std::uint64_t ParentOf(std::uint64_t pid) {
   return parent;
 }
 
-// Whether pid is a process of the job: its ancestors lead to watch.
+// Whether pid is a process of the job: its ancestors lead to watch. An ancestor that ends while
+// the chain is walked (a daemon's middle process) reparents its children to watch (a subreaper):
+// the walk starts again.
 bool InJob(std::uint64_t pid) {
   const auto self = static_cast<std::uint64_t>(::getpid());
-  for (int hops = 0; pid > 1 && hops < 4096; ++hops) {
-    const std::uint64_t parent = ParentOf(pid);
-    if (parent == self) return true;
-    pid = parent;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    bool vanished = false;
+    std::uint64_t at = pid;
+    for (int hops = 0; at > 1 && hops < 4096; ++hops) {
+      const std::uint64_t parent = ParentOf(at);
+      if (parent == self) return true;
+      if (parent == 0 && at != pid) vanished = true;
+      at = parent;
+    }
+    if (!vanished) return false;
   }
   return false;
 }
@@ -611,6 +626,15 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   const fs::path program = ResolveCommand(options.command.front());
 
   JobFolder folder;
+  // Room for one connection per process of a large job (restored in the program: it runs with
+  // the limit it has bare).
+  rlimit files{};
+  const bool have_files = ::getrlimit(RLIMIT_NOFILE, &files) == 0;
+  if (have_files && files.rlim_cur < files.rlim_max) {
+    rlimit raised = files;
+    raised.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &raised);
+  }
   // Orphans of the job (a double-forked daemon, a worker whose launcher exited) are reparented
   // to watch, so they stay in the job and their ends are seen.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -642,6 +666,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     throw std::runtime_error(std::string("watch: fork failed: ") + std::strerror(errno));
   }
   if (child == 0) {  // async-signal-safe only
+    if (have_files) ::setrlimit(RLIMIT_NOFILE, &files);
     ::setpgid(0, 0);
     Terminal::Hand(terminal.fd(), watch_group, ::getpid());
     struct sigaction restore {};
@@ -668,6 +693,8 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   std::uint64_t unverified = 0;
   std::map<std::uint64_t, int> reaped;  // pid -> wait status, of orphans watch reaped
   bool root_done = false;
+  bool out_of_descriptors = false;  // accept failed for want of descriptors: it waits in the queue
+  bool stop_waiting = false;        // a signal after the root ended: leave the rest running
   int root_status = 0;
   std::uint64_t forwarded_mask = 0;
   int forwarded_first = 0;
@@ -677,6 +704,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       const int fd = ::accept4(folder.listen_fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) {
         if (errno == EINTR) continue;
+        if (errno == EMFILE || errno == ENFILE) out_of_descriptors = true;
         return;
       }
       ucred peer{};
@@ -688,19 +716,26 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
         continue;
       }
       const auto pid = static_cast<std::uint64_t>(peer.pid);
+      bool verified = true;
       if (peer.uid != ::getuid() || !InJob(pid)) {
-        if (ParentOf(pid) == 0) {
-          ++unverified;  // gone before it could be checked
+        if (peer.uid == ::getuid() && ParentOf(pid) == 0) {
+          // Gone before it could be checked (it sent and ended at once): kept for what it says
+          // of the tree (a daemon's middle process), never judged.
+          verified = false;
+          ++unverified;
         } else {
           job.refused.push_back("pid " + std::to_string(pid) + " (uid " +
                                 std::to_string(peer.uid) + ", `" + CommandLineOf(pid) +
                                 "`): not a process of the job; nothing it sent was used");
         }
-        ::close(fd);
-        continue;
+        if (verified) {
+          ::close(fd);
+          continue;
+        }
       }
       WatchImage image;
       image.pid = pid;
+      image.verified = verified;
       image.root = pid == job.root_pid;
       image.command_line = CommandLineOf(pid);
       image.comm = ReadProcFile(pid, "comm");
@@ -723,7 +758,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   for (;;) {
     std::vector<pollfd> fds;
     fds.push_back({g_signal_pipe[0], POLLIN, 0});
-    fds.push_back({folder.listen_fd(), POLLIN, 0});
+    fds.push_back({folder.listen_fd(), static_cast<short>(out_of_descriptors ? 0 : POLLIN), 0});
     for (const Connection &c : connections) fds.push_back({c.fd, POLLIN, 0});
     // Without SIGCHLD for orphans that end while nothing is sent, look again now and then.
     const int ready = ::poll(fds.data(), fds.size(), 200);
@@ -733,15 +768,14 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       Connection &c = connections[i - 2];
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       WatchRecording &recording = job.images[c.image].recording;
-      const size_t before = recording.samples.size();
+      const std::uint64_t before = recording.clock_moves;
       const bool open = Drain(c.fd, recording, false);
       // Every STEP, and every timer TICK, moves the job's clock.
-      for (size_t k = before; k < recording.samples.size(); ++k) {
-        if (!recording.at_clock) folder.Tick();
-      }
+      for (std::uint64_t k = before; k < recording.clock_moves; ++k) folder.Tick();
       if (!open) {
         ::close(c.fd);
         c.fd = -1;
+        out_of_descriptors = false;  // a descriptor is free again
       }
     }
     connections.erase(std::remove_if(connections.begin(), connections.end(),
@@ -750,7 +784,9 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     unsigned char bytes[64];
     for (ssize_t got; (got = ::read(g_signal_pipe[0], bytes, sizeof bytes)) > 0;) {
       for (ssize_t i = 0; i < got; ++i) {
-        if (bytes[i] != SIGCHLD) forward(bytes[i]);
+        if (bytes[i] == SIGCHLD) continue;
+        forward(bytes[i]);
+        if (root_done) stop_waiting = true;
       }
     }
     for (;;) {
@@ -782,12 +818,30 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     }
     // The job ends when its first process has ended, no connection is open and no orphan of the
     // job is left below watch.
+    if (root_done && stop_waiting) break;
     if (root_done && connections.empty()) {
+      accept_all();  // a connection still queued: its records come first
+      if (!connections.empty()) continue;
+      int status = 0;
       errno = 0;
-      if (::waitpid(-1, nullptr, WNOHANG | __WALL) < 0 && errno == ECHILD) break;
+      const pid_t waited = ::waitpid(-1, &status, WNOHANG | __WALL);
+      if (waited > 0) {
+        reaped[static_cast<std::uint64_t>(waited)] = status;
+        continue;
+      }
+      if (waited < 0 && errno == ECHILD) break;
     }
   }
+  for (const Connection &c : connections) {  // what they sent until watch stopped waiting
+    Drain(c.fd, job.images[c.image].recording, false);
+    job.images[c.image].recording.still_running = true;
+  }
   for (const Connection &c : connections) ::close(c.fd);
+  if (stop_waiting && !connections.empty()) {
+    job.refused.push_back(std::to_string(connections.size()) +
+                          " process(es) of the job still running when a signal stopped the wait "
+                          "after the first process had ended (judged on what they sent)");
+  }
   terminal.TakeBack(child);
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 
@@ -817,6 +871,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       known = true;
     }
     r.status_known = known;
+    r.expect_bye = image.root;
     if (known) {
       r.exited = WIFEXITED(status);
       r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
@@ -873,7 +928,8 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   if (unverified > 0) {
     job.refused.push_back(std::to_string(unverified) +
                           " connection(s) from processes that had ended before watch could check "
-                          "them (dropped: a process must be seen to be in the job)");
+                          "them (summarised, never judged: a process must be seen to be in the "
+                          "job to decide its verdict)");
   }
   job.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

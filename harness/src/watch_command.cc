@@ -315,7 +315,7 @@ int Watch(const WatchOptions &options) {
                                     "(its first allocation after each)"
                                   : "") +
         Notes(image.recording);
-    subject.judged = subject.trace.blocks > 0;
+    subject.judged = subject.trace.blocks > 0 && image.verified;
     subjects.push_back(std::move(subject));
   }
   const bool any_judged =
@@ -394,6 +394,17 @@ int Watch(const WatchOptions &options) {
       break;
     }
   }
+  // A process of the job that crashed (killed by a signal watch did not forward) fails the job
+  // even when it was too short to be judged.
+  int crashed = 0;
+  for (const watch::WatchImage &image : job.images) {
+    const watch::WatchRecording &r = image.recording;
+    if (image.root || !r.status_known || r.term_signal == 0) continue;
+    if (r.term_signal < 64 && (r.forwarded_mask & (1ull << r.term_signal))) continue;
+    ++crashed;
+    std::cout << "\nprocess of the job " << RoleOf(job, static_cast<size_t>(&image - job.images.data()))
+              << " (pid " << image.pid << ") " << r.Ending();
+  }
   std::cout << "\nprogram: " << root.Ending() << ", " << job.images.size()
             << " process image(s) observed, " << report.workloads.size() << " judged"
             << "\nreports: " << (options.out / "report.json").string()
@@ -404,7 +415,7 @@ int Watch(const WatchOptions &options) {
   // failure, then inconclusive.
   if (const int s = root.Interruption(); s != 0) return 128 + s;
   if (reports::IsMemoryFinding(verdict)) return kLeak;
-  if (root.Failed() || verdict == reports::kError) return kProgramFailed;
+  if (root.Failed() || crashed > 0 || verdict == reports::kError) return kProgramFailed;
   if (verdict == reports::kInconclusive) return kInconclusive;
   return kOk;
 }

@@ -111,13 +111,16 @@ struct WatchRecording {
   int forwarded_signal = 0;         // the first signal watch received and forwarded (SIGINT, ...)
   std::uint64_t forwarded_mask = 0;  // bit N: watch forwarded signal N at least once
   double wall_seconds = 0;
-  bool replaced_by_exec = false;  // the process exec'd a new program image after this one
+  bool replaced_by_exec = false;
+  bool still_running = false;     // connected when a signal stopped watch's wait for the job
+  bool expect_bye = true;         // the root: its end report is expected (a child may _exit)
+  std::uint64_t clock_moves = 0;  // STEP and timer TICK records received (kept across HELLOs)  // the process exec'd a new program image after this one
   bool status_known = true;  // false: a process of the job whose parent, not watch, reaped it
   std::string Ending() const;  // "exited with status 0", "killed by SIGSEGV", ...
   bool Failed() const { return term_signal != 0 || (exited && exit_status != 0); }
   // The program ended normally but its end report (BYE) never came: it ended with _exit, or the
   // channel was closed behind the preload's hooks (a raw close_range / dup2 system call).
-  bool ChannelLost() const { return hello && !at_exit && exited; }
+  bool ChannelLost() const { return hello && !at_exit && exited && expect_bye; }
   // The signal that interrupted the run, 0: none. The one that ended the program if watch had
   // forwarded it, or if it is SIGINT / SIGQUIT (Ctrl-C / Ctrl-\ on the terminal go to the
   // program's foreground group, not to watch); else the first one watch forwarded.
@@ -137,6 +140,7 @@ struct WatchImage {
   std::string comm;          // /proc/PID/comm
   std::string rank;          // RANK in /proc/PID/environ, if set
   bool root = false;         // the process watch started (any of its images)
+  bool verified = true;      // false: it had ended before watch could check it was in the job
   WatchRecording recording;
 };
 

@@ -315,6 +315,29 @@ PY
     watch_expect 0 -- "$(dirname "$c_steps")/watch_tree" daemon-clean 300
     expect_job - 1
     ;;
+  tree_daemon_crash)
+    # The daemon (an orphan watch reaps) crashes after its steps: the job failed (5), and says so.
+    watch_expect 5 -- "$(dirname "$c_steps")/watch_tree" daemon-crash 300
+    grep -q "killed by SIGSEGV" "$out_root/$case_name.stdout" || fail "the crash of the daemon is not reported"
+    ;;
+  tree_wait_interrupted)
+    # The first process ends, a background helper of the job (ignoring SIGINT, as background
+    # jobs of a shell do) runs on: watch waits for it, and Ctrl-C stops the wait (130), the
+    # report written, the helper left running.
+    "$leakbound" watch --out "$out" -- /bin/bash -c "'$c_steps' clean 200 >/dev/null; (trap '' INT; exec sleep 30) &" >"$out_root/$case_name.stdout" 2>&1 &
+    watcher=$!
+    sleep 2
+    kill -0 $watcher 2>/dev/null || fail "watch did not wait for the helper"
+    kill -INT $watcher
+    for _ in $(seq 100); do kill -0 $watcher 2>/dev/null || break; sleep 0.05; done
+    kill -0 $watcher 2>/dev/null && { kill -KILL $watcher; fail "watch kept waiting after SIGINT"; }
+    wait $watcher
+    rc=$?
+    pkill -f "exec sleep 30" 2>/dev/null; pkill -x sleep -P 1 2>/dev/null
+    [ $rc = 130 ] || { cat "$out_root/$case_name.stdout" >&2; fail "exit $rc, want 130"; }
+    [ -s "$out/report.json" ] || fail "no report"
+    report_field "w['description']" | grep -q "still running when a signal stopped the wait" || fail "the report does not say a process was left running"
+    ;;
   tree_exec_self)
     # Two program images of one pid: the clean one before exec PASSes, the leaking one after it
     # is named.

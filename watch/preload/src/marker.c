@@ -276,6 +276,11 @@ LB_HIDDEN void LeakboundJobClockSample(void) {
   if (leakbound_heap_excluded() || !Followed()) return;
   const _Atomic uint64_t *clock = atomic_load(&g_leakbound_job_clock);
   if (!clock) return;
+  /* Inside the program's malloc: no cancellation point (send) may unwind it with the lock held,
+   * and errno is the allocation's, not the send's. */
+  const int saved_errno = errno;
+  int cancel_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
   leakbound_heap_exclude_begin();
   if (pthread_mutex_trylock(&g_marker_lock) == 0) {
     atomic_store(&g_leakbound_job_seen, atomic_load(clock));
@@ -283,6 +288,8 @@ LB_HIDDEN void LeakboundJobClockSample(void) {
     pthread_mutex_unlock(&g_marker_lock);
   }
   leakbound_heap_exclude_end();
+  pthread_setcancelstate(cancel_state, NULL);
+  errno = saved_errno;
 }
 
 /* ---- exported markers (leakbound/watch/step.h, the Python module, the NVTX
@@ -529,7 +536,11 @@ static int Connect(void) {
 
 static int g_origin;
 static uint64_t g_fork_index; /* in a forked child: which fork of its parent it is (1-based) */
-static pid_t g_forking_pid;    /* set before fork: in the child, its parent (which may exit first) */
+static uint64_t g_parent_pid; /* when this image began (a fork's parent may exit first) */
+/* Set by the forking thread before fork: what its child will be. Thread-local, so that two
+ * threads forking at once each hand their own child its ordinal. */
+static __thread uint64_t t_fork_ordinal;
+static __thread pid_t t_forking_pid;
 
 /* HELLO: the watcher starts this image's series (again) from here. */
 static void SendHello(void) {
@@ -537,7 +548,7 @@ static void SendHello(void) {
   memset(&hello, 0, sizeof hello);
   hello.kind = LEAKBOUND_WATCH_HELLO;
   hello.site = (uint32_t)g_origin;
-  hello.seq = (uint64_t)(g_origin == LEAKBOUND_WATCH_ORIGIN_FORK ? g_forking_pid : getppid());
+  hello.seq = g_parent_pid;
   hello.values[0] = g_fork_index;
   Sample(&hello.counters);
   CopyText(hello.text, leakbound_heap_state());
@@ -557,6 +568,8 @@ static void Begin(int origin) {
   atomic_store(&g_fd, fd);
   g_pid = getpid();
   g_origin = origin;
+  g_parent_pid = origin == LEAKBOUND_WATCH_ORIGIN_FORK ? (uint64_t)t_forking_pid
+                                                       : (uint64_t)getppid();
   atomic_store(&g_followed, 1);
   SendHello();
   /* Samples at the job's clock until it marks a step of its own (or has its own timer). */
@@ -566,41 +579,41 @@ static void Begin(int origin) {
   }
 }
 
-/* Around fork: no thread of the parent is inside a sample or a send when the child's copy of the
- * locks is taken, and the child begins as a process of its own: its own connection (the
+/* Around fork. No lock is taken before it (a fork from a signal handler that interrupted a
+ * thread inside a sample must not wait for that thread); the child, where the other threads do
+ * not exist, makes the locks anew and begins as a process of its own: its own connection (the
  * parent's is closed in it, never written to), its own steps, a census from now on, every call
  * site named again. */
 static void BeforeFork(void) {
-  leakbound_heap_exclude_begin();
-  g_forking_pid = getpid();
-  pthread_mutex_lock(&g_marker_lock);
-  pthread_mutex_lock(&g_channel_lock);
+  t_forking_pid = getpid();
+  t_fork_ordinal = atomic_fetch_add(&g_forks, 1) + 1;
 }
 
 static void AfterForkInParent(void) {
-  pthread_mutex_unlock(&g_channel_lock);
-  pthread_mutex_unlock(&g_marker_lock);
-  const uint64_t forks = atomic_fetch_add(&g_forks, 1) + 1;
   if (Followed()) {
+    leakbound_heap_exclude_begin();
     leakbound_watch_record record;
     memset(&record, 0, sizeof record);
     record.kind = LEAKBOUND_WATCH_FORK;
-    record.counters.forks = forks;
+    record.counters.forks = t_fork_ordinal;
     Send(&record);
+    leakbound_heap_exclude_end();
   }
-  leakbound_heap_exclude_end();
 }
 
 static void AfterForkInChild(void) {
-  pthread_mutex_unlock(&g_channel_lock);
-  pthread_mutex_unlock(&g_marker_lock);
+  leakbound_heap_exclude_begin();
+  pthread_mutex_init(&g_channel_lock, NULL);
+  pthread_mutex_init(&g_marker_lock, NULL);
   const int inherited = atomic_exchange(&g_fd, -1);
   atomic_store(&g_followed, 0);
   atomic_store(&g_leakbound_job_clock, NULL);
-  if (inherited >= 0) syscall(SYS_close, inherited);
+  /* Only if it is still the parent's connection: a program may own that number now. */
+  if (inherited >= 0 && ChannelIntact(inherited)) syscall(SYS_close, inherited);
   g_steps = g_ticks = g_samples = 0;
   g_census_unit = 1;
-  g_fork_index = atomic_exchange(&g_forks, 0) + 1;
+  g_fork_index = t_fork_ordinal;
+  atomic_store(&g_forks, 0);
   atomic_store(&g_device_sampler, NULL);
   atomic_store(&g_device_claimed, 0);
   g_interval_ns = 0; /* the timer thread is not in the child: the job's clock samples it */

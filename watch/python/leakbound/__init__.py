@@ -137,6 +137,17 @@ _marks = 0
 _lock = _threading.RLock()
 
 
+def _new_lock():
+    """In a forked child (a DataLoader worker): a lock of its own, since the parent's may have been
+    held by a thread the child does not have."""
+    global _lock
+    _lock = _threading.RLock()
+
+
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_new_lock)
+
+
 def _collect():
     """A full collection; in mode 1 the first one then freezes what survived it (once: freezing
     again would keep every cyclic structure live at that moment until exit, a leak bare CPython
@@ -205,10 +216,9 @@ def _mark_batches():
             continue
 
         def fetched(self, *args, _original=original, **kwargs):
-            try:
-                return _original(self, *args, **kwargs)
-            finally:
-                mark()
+            batch = _original(self, *args, **kwargs)  # the end of the data is not a step
+            mark()
+            return batch
 
         fetched.__leakbound_step__ = True
         cls.fetch = fetched

@@ -4,6 +4,7 @@
  *                                 that each serve STEPS requests; worker 2 leaks in -leak
  *   daemon-leak / daemon-clean    a double-forked daemon (fork, setsid, fork; the first two exit
  *                                 at once) that runs the steps; it leaks in -leak
+ *   daemon-crash                  the daemon runs STEPS clean steps, then crashes (SIGSEGV)
  *   exec-self                     STEPS clean steps, then execs itself as exec-leak (STEPS steps
  *                                 that leak): the same pid, two program images
  *   outsider FILE DONE            clean steps; writes the watcher's socket path to FILE and
@@ -73,6 +74,10 @@ int main(int argc, char** argv) {
       if (fork() == 0) {
         Pause(100000000); /* the launcher and the middle process are gone by now */
         Steps(steps, strcmp(mode, "daemon-leak") == 0, 5u);
+        if (strcmp(mode, "daemon-crash") == 0) {
+          volatile int* nowhere = NULL;
+          *nowhere = 1;
+        }
         return 0;
       }
       _exit(0);
