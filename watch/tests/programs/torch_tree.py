@@ -38,12 +38,16 @@ class Samples(data.Dataset):
         if self.leak_in_worker and info is not None and info.id == 1:
             self.kept.append(bytearray(4096))
         if self.table is not None:  # read every entry: touches the refcounts, writes the pages
-            total = sum(len(s) for s in self.table[::50])
+            total = sum(len(s) for s in self.table[index % 500::500])
             index += total % 2
         return torch.full((16,), float(index % 7))
 
 
 def train_loader(leak, big_list):
+    # Tensor batches go through shared memory, and each worker's
+    # torch.multiprocessing.reductions.shared_cache keeps up to 128 dead entries, replaced a few
+    # at a time: survivors of every block stay for hundreds of batches, a bounded cache that a
+    # short run reads as growth (docs/watch.md, "Process trees"). The cases run 3,000 steps.
     model = nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = data.DataLoader(Samples(leak, big_list), batch_size=8, num_workers=2,
