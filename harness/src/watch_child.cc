@@ -599,7 +599,28 @@ std::string RankOf(std::uint64_t pid) {
 struct Connection {
   int fd = -1;
   size_t image = 0;  // index in WatchJob::images
+  std::chrono::steady_clock::time_point private_read{};  // the last smaps_rollup read
 };
+
+// How often a process's private memory is read at most (smaps_rollup walks its page tables).
+constexpr auto kPrivateMemoryEvery = std::chrono::milliseconds(50);
+
+// Rss and Pss of pid in bytes (smaps_rollup, kB); false when it cannot be read.
+bool ReadPrivateMemory(std::uint64_t pid, std::uint64_t &rss, std::uint64_t &pss) {
+  std::istringstream rollup(ReadProcFile(pid, "smaps_rollup"));
+  bool have_rss = false, have_pss = false;
+  for (std::string line; std::getline(rollup, line);) {
+    std::uint64_t kb = 0;
+    if (line.rfind("Rss:", 0) == 0 && std::sscanf(line.c_str() + 4, "%lu", &kb) == 1) {
+      rss = kb * 1024;
+      have_rss = true;
+    } else if (line.rfind("Pss:", 0) == 0 && std::sscanf(line.c_str() + 4, "%lu", &kb) == 1) {
+      pss = kb * 1024;
+      have_pss = true;
+    }
+  }
+  return have_rss && have_pss;
+}
 
 }  // namespace
 
@@ -772,6 +793,14 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       const bool open = Drain(c.fd, recording, false);
       // Every STEP, and every timer TICK, moves the job's clock.
       for (std::uint64_t k = before; k < recording.clock_moves; ++k) folder.Tick();
+      const auto now = std::chrono::steady_clock::now();
+      if (!recording.samples.empty() && !recording.samples.back().has_private &&
+          now - c.private_read >= kPrivateMemoryEvery) {
+        WatchSample &last = recording.samples.back();
+        last.has_private =
+            ReadPrivateMemory(job.images[c.image].pid, last.rss_bytes, last.pss_bytes);
+        c.private_read = now;
+      }
       if (!open) {
         ::close(c.fd);
         c.fd = -1;

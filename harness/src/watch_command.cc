@@ -277,6 +277,53 @@ std::string RoleOf(const watch::WatchJob &job, size_t i, int depth = 0) {
   return image.comm + ", child of " + parent_name;
 }
 
+// When private memory (PSS) rose across the judged blocks by more than its own noise while the
+// heap did not: a sentence for the report, else empty. Noisy counters are reported, never
+// judged: the floor is what the run shows (twice the widest spread within one block around its
+// trend, at least 1 MiB).
+std::string PrivateMemoryNote(const Trace &trace) {
+  if (trace.blocks < 2 || trace.steps_per_block <= 0) return {};
+  const TraceCounter *pss = nullptr, *heap = nullptr;
+  for (const TraceCounter &c : trace.counters) {
+    if (c.name == "process.pss_bytes") pss = &c;
+    if (c.name == "host.heap_bytes") heap = &c;
+  }
+  if (!pss || !heap) return {};
+  const auto block = [&](const TraceCounter &c, int b) {
+    const auto begin = c.values.begin() + trace.warmup_steps + b * trace.steps_per_block;
+    return std::pair(*std::min_element(begin, begin + trace.steps_per_block), 0.0);
+  };
+  if (pss->values.size() < static_cast<size_t>(trace.warmup_steps + trace.blocks * trace.steps_per_block)) {
+    return {};
+  }
+  // The noise: the widest spread within one block around the line through its ends (a steady
+  // rise is not noise).
+  double spread = 0;
+  for (int b = 0; b < trace.blocks; ++b) {
+    const size_t begin = static_cast<size_t>(trace.warmup_steps + b * trace.steps_per_block);
+    const size_t n = static_cast<size_t>(trace.steps_per_block);
+    const double first = pss->values[begin], last = pss->values[begin + n - 1];
+    double low = 0, high = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double line = first + (last - first) * double(i) / double(std::max<size_t>(1, n - 1));
+      low = std::min(low, pss->values[begin + i] - line);
+      high = std::max(high, pss->values[begin + i] - line);
+    }
+    spread = std::max(spread, high - low);
+  }
+  const double floor = std::max(double(1 << 20), 2 * spread);
+  const double pss_rise = block(*pss, trace.blocks - 1).first - block(*pss, 0).first;
+  const double heap_rise = block(*heap, trace.blocks - 1).first - block(*heap, 0).first;
+  if (pss_rise <= floor || heap_rise * 10 > pss_rise) return {};
+  return "private memory (PSS) rose " + reports::FormatBytes(pss_rise) +
+         " from the first to the last judged block (its noise floor in this run: " +
+         reports::FormatBytes(floor) + ") while the heap rose " +
+         reports::FormatBytes(std::max(0.0, heap_rise)) +
+         ": pages it shared with its parent or children being copied (copy-on-write; with "
+         "DataLoader workers, copy-on-read of the dataset's Python objects), not a heap leak; "
+         "reported, not judged";
+}
+
 // Worst first: a leak, a failure, inconclusive, bounded.
 int JobSeverity(const reports::VerdictClass &verdict) {
   if (reports::IsMemoryFinding(verdict)) return 3;
@@ -316,6 +363,9 @@ int Watch(const WatchOptions &options) {
                                   : "") +
         Notes(image.recording);
     subject.judged = subject.trace.blocks > 0 && image.verified;
+    if (const std::string note = PrivateMemoryNote(subject.trace); !note.empty()) {
+      subject.trace.subject.description += "; " + note;
+    }
     subjects.push_back(std::move(subject));
   }
   const bool any_judged =

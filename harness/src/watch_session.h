@@ -58,6 +58,11 @@ struct WatchSample {
   std::uint64_t time_ns = 0;
   leakbound_watch_counters counters{};
   bool has_device = false;  // a DEVICE record preceded this sample
+  // RSS and PSS of the process (/proc/PID/smaps_rollup), read by watch when this sample arrived
+  // (at most every kPrivateMemoryEveryNs per process); noisy counters, never judged.
+  bool has_private = false;
+  std::uint64_t rss_bytes = 0;
+  std::uint64_t pss_bytes = 0;
   std::array<std::uint64_t, LEAKBOUND_WATCH_VALUES> device{};
   std::map<std::string, std::uint64_t> framework;  // COUNTER records ("torch.allocated_bytes")
   // A census taken after this sample (CENSUS batches): cohort index -> (bytes, blocks) of the

@@ -209,6 +209,31 @@ void AddFrameworkCounters(const WatchRecording &recording, Trace &trace) {
   }
 }
 
+// RSS and PSS as read by watch (WatchSample::has_private), each sample carrying the last value
+// read (the first read before it): noisy, never judged (docs/watch.md, "Process trees").
+void AddPrivateMemory(const WatchRecording &recording, Trace &trace) {
+  const auto first = std::find_if(recording.samples.begin(), recording.samples.end(),
+                                  [](const WatchSample &s) { return s.has_private; });
+  if (first == recording.samples.end()) return;
+  TraceCounter rss = Counter("process.rss_bytes", "bytes", false, double(first->rss_bytes),
+                             double(first->rss_bytes));
+  TraceCounter pss = Counter("process.pss_bytes", "bytes", false, double(first->pss_bytes),
+                             double(first->pss_bytes));
+  std::uint64_t last_rss = first->rss_bytes, last_pss = first->pss_bytes;
+  for (const WatchSample &s : recording.samples) {
+    if (s.has_private) {
+      last_rss = s.rss_bytes;
+      last_pss = s.pss_bytes;
+    }
+    rss.values.push_back(double(last_rss));
+    pss.values.push_back(double(last_pss));
+  }
+  rss.final_value = rss.values.back();
+  pss.final_value = pss.values.back();
+  trace.counters.push_back(std::move(rss));
+  trace.counters.push_back(std::move(pss));
+}
+
 }  // namespace
 
 Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &options) {
@@ -250,6 +275,7 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
   }
   AddDeviceCounters(recording, trace);
   AddFrameworkCounters(recording, trace);
+  AddPrivateMemory(recording, trace);
 
   // Census points (docs/watch.md, "Census"): the judged window ends at the last one, and its
   // block ends are census points, i.e. multiples of the census unit then in effect.

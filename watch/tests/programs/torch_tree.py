@@ -3,8 +3,9 @@ with Debian's python3-torch on the CPU, each with a truth:
 
   loader-leak / loader-clean   a training loop fed by a DataLoader with 2 persistent workers;
                                in loader-leak, worker 1's __getitem__ keeps 4 KiB per sample
-  cow                          the workers only read a large Python list of the dataset
-                               (copy-on-read: their heap stays flat)
+  cow                          the workers only read a list of 1,000,000 strings of the dataset,
+                               40 more each sample (copy-on-read: their heap stays flat, their
+                               private memory grows)
   spawn-leak / spawn-clean     torch.multiprocessing.spawn, 2 DDP ranks over gloo; in spawn-leak,
                                rank 1 keeps its losses (the summed-loss bug)
   launch-leak / launch-clean   a launcher that starts 2 ranks as processes with RANK /
@@ -28,7 +29,7 @@ class Samples(data.Dataset):
     def __init__(self, leak_in_worker, big_list):
         self.leak_in_worker = leak_in_worker
         self.kept = []
-        self.table = [str(i) * 4 for i in range(200000)] if big_list else None
+        self.table = [str(i) * 4 for i in range(1000000)] if big_list else None
 
     def __len__(self):
         return 1 << 30
@@ -37,8 +38,9 @@ class Samples(data.Dataset):
         info = data.get_worker_info()
         if self.leak_in_worker and info is not None and info.id == 1:
             self.kept.append(bytearray(4096))
-        if self.table is not None:  # read every entry: touches the refcounts, writes the pages
-            total = sum(len(s) for s in self.table[index % 500::500])
+        if self.table is not None:  # reading entries writes their refcounts: pages are copied
+            at = (index * 40) % len(self.table)
+            total = sum(len(s) for s in self.table[at:at + 40])
             index += total % 2
         return torch.full((16,), float(index % 7))
 
