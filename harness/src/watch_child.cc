@@ -170,6 +170,8 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       recording.origin = static_cast<int>(record.site);
       recording.parent_pid = record.seq;
       recording.fork_index = record.values[0];
+      recording.exe_dev = record.values[1];
+      recording.exe_ino = record.values[2];
       recording.heap_state = text;
       recording.at_start = record.counters;
       break;
@@ -595,12 +597,83 @@ std::string RankOf(std::uint64_t pid) {
   return {};
 }
 
+// Why a process of the job never connected, from what /proc says of it.
+std::string WhyNotObserved(std::uint64_t pid, const std::string &preload) {
+  struct stat exe {};
+  const std::string proc = "/proc/" + std::to_string(pid);
+  if (::stat((proc + "/exe").c_str(), &exe) == 0 && (exe.st_mode & (S_ISUID | S_ISGID))) {
+    return "a setuid/setgid program: the loader ignores LD_PRELOAD for it";
+  }
+  const std::string environ_text = ReadProcFile(pid, "environ");
+  if (environ_text.find(preload) == std::string::npos) {
+    return "its environment does not carry watch's LD_PRELOAD (cleared, e.g. `env -i`)";
+  }
+  // A static executable has no PT_INTERP program header: no dynamic loader to preload into.
+  std::ifstream elf(proc + "/exe", std::ios::binary);
+  unsigned char ident[64] = {};
+  if (elf.read(reinterpret_cast<char *>(ident), sizeof ident) && ident[0] == 0x7f &&
+      ident[1] == 'E' && ident[4] == 2 /* 64-bit */) {
+    std::uint64_t phoff = 0;
+    std::uint16_t phentsize = 0, phnum = 0;
+    std::memcpy(&phoff, ident + 32, 8);
+    std::memcpy(&phentsize, ident + 54, 2);
+    std::memcpy(&phnum, ident + 56, 2);
+    bool interp = false;
+    for (std::uint16_t i = 0; i < phnum && phentsize >= 4; ++i) {
+      std::uint32_t type = 0;
+      elf.seekg(static_cast<std::streamoff>(phoff + std::uint64_t(i) * phentsize));
+      if (!elf.read(reinterpret_cast<char *>(&type), 4)) break;
+      if (type == 3 /* PT_INTERP */) interp = true;
+    }
+    if (!interp) return "a static executable: there is no dynamic loader to preload into";
+  }
+  return "it never connected (it ended before the preload started, or its preload could not "
+         "reach watch)";
+}
+
+// The processes below watch now: pid -> parent, from one pass over /proc.
+std::map<std::uint64_t, std::uint64_t> JobProcesses() {
+  std::map<std::uint64_t, std::uint64_t> parent_of;
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::uint64_t pid = std::stoull(name);
+    if (const std::uint64_t parent = ParentOf(pid); parent != 0) parent_of[pid] = parent;
+  }
+  const auto self = static_cast<std::uint64_t>(::getpid());
+  std::map<std::uint64_t, std::uint64_t> job;
+  for (const auto &[pid, parent] : parent_of) {
+    std::uint64_t at = pid;
+    for (int hops = 0; at > 1 && hops < 4096; ++hops) {
+      const auto up = parent_of.find(at);
+      if (up == parent_of.end()) break;
+      if (up->second == self) {
+        job[pid] = parent;
+        break;
+      }
+      at = up->second;
+    }
+  }
+  return job;
+}
+
+// A process of the job seen on /proc but not (yet) connected.
+struct Unseen {
+  std::string command_line;
+  std::string reason;
+  int scans = 0;
+};
+
 // A connection of the job, open until its process image ends.
 struct Connection {
   int fd = -1;
   size_t image = 0;  // index in WatchJob::images
   std::chrono::steady_clock::time_point private_read{};  // the last smaps_rollup read
 };
+
+// How often watch looks on /proc for processes of the job that never connected.
+constexpr auto kScanEvery = std::chrono::milliseconds(200);
 
 // How often a process's private memory is read at most (smaps_rollup walks its page tables).
 constexpr auto kPrivateMemoryEvery = std::chrono::milliseconds(50);
@@ -720,6 +793,36 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   std::uint64_t forwarded_mask = 0;
   int forwarded_first = 0;
 
+  std::map<std::uint64_t, Unseen> unseen;
+  auto last_scan = std::chrono::steady_clock::now();
+  // A process of the job that has no connection, or whose program changed (exec) and the new
+  // image did not connect; seen in two scans in a row (not a fork on its way to connecting).
+  const auto scan = [&] {
+    for (const auto &[pid, parent] : JobProcesses()) {
+      (void)parent;
+      const WatchImage *latest = nullptr;
+      for (const WatchImage &i : job.images) {
+        if (i.pid == pid) latest = &i;
+      }
+      const std::string command_line = CommandLineOf(pid);
+      struct stat exe {};
+      const bool have_exe =
+          ::stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &exe) == 0;
+      // The same program as its latest image (before that image's HELLO is read: not yet known).
+      if (latest && (!latest->recording.hello || !have_exe ||
+                     (latest->recording.exe_dev == static_cast<std::uint64_t>(exe.st_dev) &&
+                      latest->recording.exe_ino == static_cast<std::uint64_t>(exe.st_ino)))) {
+        unseen.erase(pid);
+        continue;
+      }
+      Unseen &u = unseen[pid];
+      if (u.command_line != command_line) {
+        u = Unseen{};
+        u.command_line = command_line;
+      }
+      if (++u.scans == 2) u.reason = WhyNotObserved(pid, paths.preload.string());
+    }
+  };
   const auto accept_all = [&] {
     for (;;) {
       const int fd = ::accept4(folder.listen_fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -785,6 +888,10 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     const int ready = ::poll(fds.data(), fds.size(), 200);
     if (ready < 0 && errno != EINTR) break;
     if (fds[1].revents & POLLIN) accept_all();
+    if (const auto now = std::chrono::steady_clock::now(); now - last_scan >= kScanEvery) {
+      scan();
+      last_scan = now;
+    }
     for (size_t i = 2; i < fds.size(); ++i) {
       Connection &c = connections[i - 2];
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -954,6 +1061,11 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
                                            image.recording.forks == 0;
                                   }),
                    job.images.end());
+  for (const auto &[pid, u] : unseen) {
+    if (u.scans < 2) continue;
+    job.not_observed.push_back("`" + (u.command_line.empty() ? "?" : u.command_line) + "` (pid " +
+                               std::to_string(pid) + "): " + u.reason);
+  }
   if (unverified > 0) {
     job.refused.push_back(std::to_string(unverified) +
                           " connection(s) from processes that had ended before watch could check "

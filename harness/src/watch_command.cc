@@ -411,6 +411,9 @@ int Watch(const WatchOptions &options) {
       for (const std::string &refusal : job.refused) {
         s.trace.subject.description += "; refused: " + refusal;
       }
+      for (const std::string &missing : job.not_observed) {
+        s.trace.subject.description += "; not observed: " + missing;
+      }
       report.meta.steps_per_block = s.trace.steps_per_block;
     }
     reports::WorkloadResult result = Judge(s.trace);
@@ -455,6 +458,7 @@ int Watch(const WatchOptions &options) {
     std::cout << "\nprocess of the job " << RoleOf(job, static_cast<size_t>(&image - job.images.data()))
               << " (pid " << image.pid << ") " << r.Ending();
   }
+  for (const std::string &missing : job.not_observed) std::cout << "\nnot observed: " << missing;
   std::cout << "\nprogram: " << root.Ending() << ", " << job.images.size()
             << " process image(s) observed, " << report.workloads.size() << " judged"
             << "\nreports: " << (options.out / "report.json").string()

@@ -85,6 +85,7 @@ struct WatchRecording {
   int origin = 0;            // HELLO: LEAKBOUND_WATCH_ORIGIN_EXEC / _FORK
   std::uint64_t parent_pid = 0;
   std::uint64_t fork_index = 0;  // a fork's ordinal among its parent's forks (1-based)
+  std::uint64_t exe_dev = 0, exe_ino = 0;  // its executable (HELLO)
   std::string role;          // ROLE: what the process says it is ("DataLoader worker 1")
   bool at_clock = false;     // its samples are at the job's clock (it marks no step of its own)
   std::uint64_t restarts = 0;  // HELLOs after the first: the series started again
@@ -154,6 +155,9 @@ struct WatchImage {
 struct WatchJob {
   std::vector<WatchImage> images;
   std::vector<std::string> refused;
+  // Processes of the job seen on /proc that never connected, with the reason ("a static
+  // executable", "a setuid program", "its environment does not carry LD_PRELOAD").
+  std::vector<std::string> not_observed;
   std::uint64_t root_pid = 0;
   double wall_seconds = 0;
   // The root process's ending (exit status, interruption), whichever image it ended in.

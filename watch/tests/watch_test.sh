@@ -364,6 +364,14 @@ PY
     [ -s "$out/report.json" ] || fail "no report"
     report_field "w['description']" | grep -q "still running when a signal stopped the wait" || fail "the report does not say a process was left running"
     ;;
+  tree_not_observed)
+    # Processes the preload cannot enter are listed with the reason: a static executable, and a
+    # child whose environment was cleared (env -i drops LD_PRELOAD).
+    [ -n "${STATIC_SLEEP:-}" ] || { echo "SKIP: no static executable (libc.a missing, or a sanitizer build)"; exit 77; }
+    watch_expect 4 -- /bin/bash -c "'$STATIC_SLEEP' 0.8; env -i '$c_steps' timer-clean 400 >/dev/null"
+    report_field "w['description']" | grep -q "not observed: \`$STATIC_SLEEP 0.8\` (pid [0-9]*): a static executable" || fail "the static executable is not listed"
+    report_field "w['description']" | grep -q "not observed: \`$c_steps timer-clean 400\` (pid [0-9]*): its environment does not carry" || fail "the cleared environment is not listed"
+    ;;
   tree_exec_self)
     # Two program images of one pid: the clean one before exec PASSes, the leaking one after it
     # is named.

@@ -36,7 +36,7 @@ extern "C" {
 typedef enum leakbound_watch_kind {
   /* A process image connected (counters: now; text: the heap's state; site: its origin,
    * LEAKBOUND_WATCH_ORIGIN_*; seq: its parent's pid; values[0]: a fork's ordinal among its
-   * parent's forks, 1-based). */
+   * parent's forks, 1-based; values[1], values[2]: st_dev and st_ino of its executable). */
   LEAKBOUND_WATCH_HELLO = 1,
   LEAKBOUND_WATCH_STEP = 2,  /* a step marker returned (counters after the step) */
   LEAKBOUND_WATCH_TICK = 3,  /* a timer sample (--interval; site 0) or a sample at the job's
