@@ -19,7 +19,7 @@ cmake --build --preset default -j "$(nproc)"
 rm -rf "$dest"
 mkdir -p "$dest/bin"
 bins=(harness/leakbound runtime/tests/runtime_tests runtime/cuda/cuda_backend_tests
-      harness/cupti/cupti_ledger_tests harness/bench/bench_leakbound)
+      cupti/cupti_ledger_tests harness/bench/bench_leakbound)
 for b in "${bins[@]}"; do
   [[ -x build/default/$b ]] && cp "build/default/$b" "$dest/bin/"
 done

@@ -1,7 +1,8 @@
 // Device probes: CUDA driver, runtime pool, graph memory and CUPTI ledger.
 #include "leakbound/harness/device_probes.h"
 
-#include "leakbound/harness/cupti/observer.h"
+#include "leakbound/cupti/observer.h"
+#include "leakbound/harness/cupti_probe.h"
 
 #if defined(LEAKBOUND_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -95,7 +96,7 @@ std::vector<std::unique_ptr<Probe>> DeviceProbes(const runtime::Device& device) 
   probes.push_back(std::make_unique<CudaDriverProbe>(device.index));
   probes.push_back(std::make_unique<CudaPoolProbe>(device.index));
 #endif
-  probes.push_back(std::make_unique<cupti::CuptiProbe>(Observer()));
+  probes.push_back(std::make_unique<CuptiProbe>(Observer()));
   return probes;
 }
 

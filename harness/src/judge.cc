@@ -9,8 +9,9 @@
 #include <map>
 #include <stdexcept>
 
-#include "leakbound/harness/cupti/classify.h"
-#include "leakbound/harness/cupti/observer.h"
+#include "leakbound/cupti/classify.h"
+#include "leakbound/cupti/counters.h"
+#include "leakbound/cupti/observer.h"
 #include "leakbound/reports/format.h"
 
 namespace leakbound::harness {

@@ -1,6 +1,6 @@
 // The leak zoo's GPU entries: leaks only a device-side observer sees. On the CPU stub they are
 // listed but not run (needs_cuda); their detection logic is proven on synthetic CUPTI records in
-// harness/cupti/tests. Each trains a small MLP on cuda:0 beside the planted bug.
+// cupti/tests. Each trains a small MLP on cuda:0 beside the planted bug.
 #include "common.h"
 
 #if defined(LEAKBOUND_HAVE_CUDA)

@@ -1,6 +1,6 @@
 // libleakbound_inject.so: the CUDA injection of `leakbound watch` (named in
 // CUDA_INJECTION64_PATH). The CUDA driver calls InitializeInjection at
-// initialisation; it starts harness/cupti's CuptiObserver (compiled in) and
+// initialisation; it starts cupti's CuptiObserver (compiled in) and
 // registers a sampler with the preload, which flushes CUPTI and sends the
 // ledger's counters at every step marker. docs/cupti.md, "Injection".
 #include <dlfcn.h>
@@ -12,12 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "leakbound/harness/cupti/observer.h"
+#include "leakbound/cupti/counters.h"
+#include "leakbound/cupti/observer.h"
 #include "leakbound/watch/channel.h"
 
 namespace {
 
-namespace cupti = leakbound::harness::cupti;
+namespace cupti = leakbound::cupti;
 
 // Never destroyed: CUPTI may deliver buffers while the process exits.
 std::atomic<cupti::CuptiObserver *> g_observer{nullptr};
@@ -57,7 +58,7 @@ unsigned SampleDevice(std::uint64_t *values, unsigned capacity) {
   }
   static std::vector<double> counters;
   counters.clear();
-  cupti::CuptiProbe::AppendCounters(observer->Snapshot(), counters);
+  cupti::AppendLedgerCounters(observer->Snapshot(), counters);
   const unsigned n = counters.size() < LEAKBOUND_DEVICE_VALUE_COUNT
                          ? static_cast<unsigned>(counters.size())
                          : static_cast<unsigned>(LEAKBOUND_DEVICE_VALUE_COUNT);

@@ -82,7 +82,7 @@ typedef struct leakbound_watch_counters {
   uint64_t forks;        /* fork()s this process image made */
 } leakbound_watch_counters;
 
-/* DEVICE values, in CuptiProbe's counter order (harness/cupti/observer.h). */
+/* DEVICE values, in CuptiProbe's counter order (cupti/include/leakbound/cupti/counters.h). */
 typedef enum leakbound_watch_device_value {
   LEAKBOUND_DEVICE_BYTES = 0,
   LEAKBOUND_DEVICE_POOL_BYTES,

@@ -1,0 +1,191 @@
+// The program's side of `leakbound watch`: where the injected pieces are, the command, the
+// environment the program runs with, and whether it looks like CUDA (docs/watch.md).
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "internal.h"
+#include "leakbound/cupti/observer.h"
+
+extern char **environ;
+
+namespace leakbound::watch {
+namespace fs = std::filesystem;
+namespace detail {
+namespace {
+
+fs::path SelfDirectory() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+fs::path FirstExisting(const char *env, const std::vector<fs::path> &candidates) {
+  if (const char *named = std::getenv(env); named && *named) return named;
+  for (const fs::path &candidate : candidates) {
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return fs::weakly_canonical(candidate, ec);
+  }
+  return {};
+}
+
+std::string Prepended(const char *name, const std::string &first, char separator) {
+  const char *old = std::getenv(name);
+  if (!old || !*old) return first;
+  return first + separator + old;
+}
+
+}  // namespace
+
+// PATH lookup as execvp does it, done up front so that "not found" is a usage
+// error before anything is created.
+fs::path ResolveCommand(const std::string &command) {
+  if (command.find('/') != std::string::npos) {
+    if (::access(command.c_str(), X_OK) != 0) {
+      throw WatchUsageError("cannot run '" + command + "': " + std::strerror(errno) +
+                            " (check the path after `--`)");
+    }
+    return command;
+  }
+  const char *path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / command;
+    if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
+    start = end + 1;
+  }
+  throw WatchUsageError("command '" + command +
+                        "' not found in PATH (give its path, or install "
+                        "it; everything after `--` is the program and its arguments)");
+}
+
+// The child's environment.
+std::vector<std::string> ChildEnvironment(const WatchOptions &options, const WatchPaths &paths,
+                                          const fs::path &socket, const fs::path &clock) {
+  std::map<std::string, std::string> set;
+  set["LD_PRELOAD"] = Prepended("LD_PRELOAD", paths.preload.string(), ':');
+  set[LEAKBOUND_WATCH_ENV_SOCKET] = socket.string();
+  set[LEAKBOUND_WATCH_ENV_CLOCK] = clock.string();
+  set["LEAKBOUND_WATCH_PARENT"] = std::to_string(::getpid());  // tells the first process
+  set[LEAKBOUND_WATCH_ENV_SITES] = options.call_sites ? "1" : "0";
+  if (!options.keep_pymalloc) set["PYTHONMALLOC"] = "malloc";
+  if (!paths.python.empty()) {
+    std::string python_path = (paths.python).string();
+    if (!options.step_on.empty()) python_path += ":" + (paths.python / "sitecustomize").string();
+    set["PYTHONPATH"] = Prepended("PYTHONPATH", python_path, ':');
+  }
+  if (!options.step_on.empty()) set[LEAKBOUND_WATCH_ENV_STEP_ON] = options.step_on;
+  // The driver loads the injection only if the program initialises CUDA:
+  // harmless otherwise. Another tool's injection already in the environment is
+  // left in place (see DeviceSide).
+  const char *other_injection = std::getenv("CUDA_INJECTION64_PATH");
+  if (!paths.cuda_injection.empty() && (other_injection == nullptr || !*other_injection)) {
+    set["CUDA_INJECTION64_PATH"] = paths.cuda_injection.string();
+  }
+  if (!options.step_range.empty()) {
+    set[LEAKBOUND_WATCH_ENV_STEP_RANGE] = options.step_range;
+    set["NVTX_INJECTION64_PATH"] = paths.nvtx_injection.string();
+  }
+  if (options.interval_ns > 0) {
+    set[LEAKBOUND_WATCH_ENV_INTERVAL] = std::to_string(options.interval_ns);
+  }
+  std::vector<std::string> env;
+  for (char **e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('='));
+    // The variables of an older protocol (a watch inside a watched job sets its own).
+    if (!set.count(key) && key != "LEAKBOUND_WATCH_FD" && key != "LEAKBOUND_WATCH_PID" &&
+        key != "LEAKBOUND_WATCH_CHANNEL") {
+      env.push_back(entry);
+    }
+  }
+  for (const auto &[key, value] : set) env.push_back(key + "=" + value);
+  return env;
+}
+
+// Whether the program looks like a CUDA program: its file names the CUDA
+// runtime or driver (a dynamically linked libcudart, or the "libcuda.so.1" a
+// static cudart dlopens). Interpreters (python3 + torch) do not: for them the
+// device side appears once the injection reports, or with --cuda.
+bool LooksLikeCuda(const fs::path &program) {
+  std::FILE *file = std::fopen(program.c_str(), "rb");
+  if (file == nullptr) return false;
+  constexpr std::size_t kLimit = std::size_t{64} << 20;
+  std::string bytes(std::size_t{1} << 20, '\0');
+  std::string tail;
+  bool found = false;
+  for (std::size_t total = 0; !found && total < kLimit;) {
+    const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file);
+    if (got == 0) break;
+    const std::string window = tail + bytes.substr(0, got);
+    found = window.find("libcudart.so") != std::string::npos ||
+            window.find("libcuda.so") != std::string::npos;
+    tail = window.substr(window.size() > 16 ? window.size() - 16 : 0);
+    total += got;
+  }
+  std::fclose(file);
+  return found;
+}
+
+// Why no injection reported, for a program expected to use CUDA. Without a
+// driver the CUDA runtime fails before it loads any injection, so CUPTI's own
+// reason is asked for here (CUPTI can do nothing in a process without a driver,
+// so asking is harmless).
+std::string DeviceAbsentReason(const WatchPaths &paths) {
+  const char *other = std::getenv("CUDA_INJECTION64_PATH");
+  if (other != nullptr && *other && paths.cuda_injection.string() != other) {
+    return std::string("CUDA_INJECTION64_PATH already names ") + other +
+           " (another tool's injection); leakbound leaves it in place, unset "
+           "it to use the "
+           "CUPTI ledger";
+  }
+  if (paths.cuda_injection.empty()) {
+    return "libleakbound_inject.so not found next to leakbound; build the "
+           "leakbound_inject "
+           "target (needs CUPTI) or set LEAKBOUND_CUDA_INJECTION to its path";
+  }
+  std::string reason = "the CUDA driver never loaded " + paths.cuda_injection.filename().string();
+  if (void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL); driver != nullptr) {
+    dlclose(driver);
+    return reason +
+           " (the program made no CUDA call that initialised the "
+           "driver, or its CUDA "
+           "runtime ignores CUDA_INJECTION64_PATH)";
+  }
+  cupti::CuptiObserver observer;
+  observer.Start();
+  return reason +
+         " (no CUDA driver: the program's CUDA calls failed before injection); "
+         "CUPTI: " +
+         observer.StateString();
+}
+
+}  // namespace detail
+
+WatchPaths FindWatchPaths() {
+  const fs::path dir = detail::SelfDirectory();
+  WatchPaths paths;
+  paths.preload =
+      detail::FirstExisting("LEAKBOUND_PRELOAD", {dir / "../watch/preload/libleakbound_preload.so",
+                                          dir / "../lib/libleakbound_preload.so",
+                                          dir / "../lib/leakbound/libleakbound_preload.so"});
+  paths.python = detail::FirstExisting("LEAKBOUND_WATCH_PYTHON",
+                               {dir / "../watch/python", dir / "../share/leakbound/python"});
+  paths.cuda_injection =
+      detail::FirstExisting("LEAKBOUND_CUDA_INJECTION", {dir / "../watch/inject/libleakbound_inject.so",
+                                                 dir / "../lib/libleakbound_inject.so",
+                                                 dir / "../lib/leakbound/libleakbound_inject.so"});
+  paths.nvtx_injection = detail::FirstExisting("LEAKBOUND_NVTX_INJECTION",
+                                       {dir / "../watch/nvtx/libleakbound_nvtx_inject.so",
+                                        dir / "../lib/libleakbound_nvtx_inject.so",
+                                        dir / "../lib/leakbound/libleakbound_nvtx_inject.so"});
+  return paths;
+}
+
+}  // namespace leakbound::watch

@@ -1,0 +1,72 @@
+// The watcher's pieces, shared by its source files (not installed): the program's environment
+// (environment.cc), receiving records (receive.cc), the job's folder and what /proc says of its
+// processes (job_proc.cc). record.cc runs the job with them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "leakbound/watch/watcher.h"
+
+namespace leakbound::watch::detail {
+namespace fs = std::filesystem;
+
+// PATH lookup as execvp does it, done up front so that "not found" is a usage error (throws
+// WatchUsageError) before anything is created.
+fs::path ResolveCommand(const std::string &command);
+// The program's environment: watch's variables (preload, socket, clock, options) on top of
+// watch's own.
+std::vector<std::string> ChildEnvironment(const WatchOptions &options, const WatchPaths &paths,
+                                          const fs::path &socket, const fs::path &clock);
+// Whether the program's file names the CUDA runtime or driver.
+bool LooksLikeCuda(const fs::path &program);
+// Why no injection reported, for a program expected to use CUDA.
+std::string DeviceAbsentReason(const WatchPaths &paths);
+
+// Reads every message waiting on the connection into `recording`; false once no writer is left.
+bool Drain(int fd, WatchRecording &recording, bool block);
+
+// The folder the job's processes connect through: mode 0700 (no other user can reach the
+// socket), in $TMPDIR when its path fits a socket address, else /tmp. Holds the listening socket
+// and the job's clock page; removed when the recording ends.
+class JobFolder {
+ public:
+  JobFolder();  // throws std::runtime_error when it cannot be made
+  ~JobFolder() { Remove(); }
+  JobFolder(const JobFolder &) = delete;
+  JobFolder &operator=(const JobFolder &) = delete;
+  int listen_fd() const { return listen_fd_; }
+  const fs::path &socket_path() const { return socket_path_; }
+  const fs::path &clock_path() const { return clock_path_; }
+  // A step (or timer sample) of some process: every process that marks none samples itself.
+  void Tick() { std::atomic_ref<std::uint64_t>(*clock_).fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  void Remove();
+  fs::path dir_, socket_path_, clock_path_;
+  int listen_fd_ = -1;
+  std::uint64_t *clock_ = nullptr;
+};
+
+// /proc/PID/NAME as text ("" when it cannot be read).
+std::string ReadProcFile(std::uint64_t pid, const char *name);
+// The parent of pid, 0 when it is gone.
+std::uint64_t ParentOf(std::uint64_t pid);
+// Whether pid is a process of the job: its ancestors lead to watch.
+bool InJob(std::uint64_t pid);
+// /proc/PID/cmdline with spaces between the arguments.
+std::string CommandLineOf(std::uint64_t pid);
+// RANK in its environment, if set.
+std::string RankOf(std::uint64_t pid);
+// Why a process of the job never connected, from what /proc says of it.
+std::string WhyNotObserved(std::uint64_t pid, const std::string &preload);
+// The processes below watch now: pid -> parent, from one pass over /proc.
+std::map<std::uint64_t, std::uint64_t> JobProcesses();
+// Rss and Pss of pid in bytes (smaps_rollup); false when it cannot be read.
+bool ReadPrivateMemory(std::uint64_t pid, std::uint64_t &rss, std::uint64_t &pss);
+
+}  // namespace leakbound::watch::detail

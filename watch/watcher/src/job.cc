@@ -1,0 +1,319 @@
+// `leakbound watch` end to end: record the job, give each process image its own Trace and
+// workload (named by role), judge those that sent enough samples and summarise the others, and
+// write the reports; the job's verdict is the worst of its judged processes (docs/watch.md,
+// "Process trees", "Exit codes").
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "leakbound/harness/judge.h"
+#include "leakbound/harness/suite.h"
+#include "leakbound/reports/format.h"
+#include "leakbound/reports/html.h"
+#include "leakbound/reports/json.h"
+#include "leakbound/reports/markdown.h"
+#include "leakbound/watch/watcher.h"
+
+namespace leakbound::watch {
+namespace {
+
+namespace fs = std::filesystem;
+using harness::Judge;
+using harness::PrintSummary;
+using harness::Trace;
+using harness::TraceCounter;
+using harness::TraceFile;
+
+// Creates the report folder up front (fails before the program runs); a folder
+// this command created is removed again if nothing was written into it.
+class ReportFolder {
+ public:
+  explicit ReportFolder(const fs::path &dir) : dir_(dir) {
+    std::error_code ec;
+    for (fs::path p = fs::absolute(dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      created_.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    fs::create_directories(dir, ec);
+    if (ec || ::access(dir.c_str(), W_OK) != 0) {
+      Clean();
+      throw WatchUsageError("cannot write the report folder " + dir.string() + ": " +
+                            (ec ? ec.message() : std::strerror(errno)) + " (pass --out DIR)");
+    }
+  }
+  ~ReportFolder() { Clean(); }
+
+ private:
+  void Clean() {
+    for (const fs::path &p : created_) {
+      std::error_code ec;
+      if (!fs::is_directory(p, ec) || !fs::is_empty(p, ec) || ec) return;
+      fs::remove(p, ec);
+    }
+  }
+  fs::path dir_;
+  std::vector<fs::path> created_;
+};
+
+std::string Notes(const WatchRecording &r) {
+  std::string notes;
+  for (const std::string &n : r.notes) notes += "; " + n;
+  // The end report (BYE) if it came, else the last sample.
+  const leakbound_watch_counters &last =
+      r.at_exit ? *r.at_exit : r.samples.empty() ? r.at_start : r.samples.back().counters;
+  if (last.untracked_allocations > 0) {
+    notes += "; " + std::to_string(last.untracked_allocations) +
+             " allocations could not be recorded (interposer table full)";
+  }
+  if (r.malformed_records > 0) {
+    notes += "; " + std::to_string(r.malformed_records) + " malformed channel records dropped";
+  }
+  return notes;
+}
+
+// One process image of the job as the report shows it.
+struct Subject {
+  const WatchImage *image = nullptr;
+  std::string role;
+  Trace trace;
+  bool judged = false;
+};
+
+std::string Shortened(std::string text, size_t most) {
+  if (text.size() <= most) return text;
+  size_t cut = most;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+// What an image is in the job: what it says (a DataLoader worker, a spawned rank), else its
+// RANK, else how it began (docs/watch.md, "Process trees").
+std::string RoleOf(const WatchJob &job, size_t i, int depth = 0) {
+  const WatchImage &image = job.images[i];
+  const WatchRecording &r = image.recording;
+  if (!r.role.empty()) return r.role;
+  size_t parent = job.images.size();
+  for (size_t k = 0; k < job.images.size(); ++k) {
+    if (k != i && job.images[k].pid == r.parent_pid && !job.images[k].recording.replaced_by_exec) {
+      parent = k;
+    }
+  }
+  const bool has_parent = parent < job.images.size();
+  if (!image.rank.empty() && (!has_parent || job.images[parent].rank != image.rank)) {
+    return "rank " + image.rank;
+  }
+  if (image.root) return "main";
+  const std::string parent_name =
+      !has_parent ? "pid " + std::to_string(r.parent_pid)
+      : job.images[parent].root || depth > 4 ? job.images[parent].comm
+                                             : RoleOf(job, parent, depth + 1);
+  if (r.origin == LEAKBOUND_WATCH_ORIGIN_FORK) {
+    return "fork " + std::to_string(r.fork_index) + " of " + parent_name;
+  }
+  return image.comm + ", child of " + parent_name;
+}
+
+// When private memory (PSS) rose across the judged blocks by more than its own noise while the
+// heap did not: a sentence for the report, else empty. Noisy counters are reported, never
+// judged: the floor is what the run shows (twice the widest spread within one block around its
+// trend, at least 1 MiB).
+std::string PrivateMemoryNote(const Trace &trace) {
+  if (trace.blocks < 2 || trace.steps_per_block <= 0) return {};
+  const TraceCounter *pss = nullptr, *heap = nullptr;
+  for (const TraceCounter &c : trace.counters) {
+    if (c.name == "process.pss_bytes") pss = &c;
+    if (c.name == "host.heap_bytes") heap = &c;
+  }
+  if (!pss || !heap) return {};
+  const auto block = [&](const TraceCounter &c, int b) {
+    const auto begin = c.values.begin() + trace.warmup_steps + b * trace.steps_per_block;
+    return std::pair(*std::min_element(begin, begin + trace.steps_per_block), 0.0);
+  };
+  if (pss->values.size() < static_cast<size_t>(trace.warmup_steps + trace.blocks * trace.steps_per_block)) {
+    return {};
+  }
+  // The noise: the widest spread within one block around the line through its ends (a steady
+  // rise is not noise).
+  double spread = 0;
+  for (int b = 0; b < trace.blocks; ++b) {
+    const size_t begin = static_cast<size_t>(trace.warmup_steps + b * trace.steps_per_block);
+    const size_t n = static_cast<size_t>(trace.steps_per_block);
+    const double first = pss->values[begin], last = pss->values[begin + n - 1];
+    double low = 0, high = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double line = first + (last - first) * double(i) / double(std::max<size_t>(1, n - 1));
+      low = std::min(low, pss->values[begin + i] - line);
+      high = std::max(high, pss->values[begin + i] - line);
+    }
+    spread = std::max(spread, high - low);
+  }
+  const double floor = std::max(double(1 << 20), 2 * spread);
+  const double pss_rise = block(*pss, trace.blocks - 1).first - block(*pss, 0).first;
+  const double heap_rise = block(*heap, trace.blocks - 1).first - block(*heap, 0).first;
+  if (pss_rise <= floor || heap_rise * 10 > pss_rise) return {};
+  return "private memory (PSS) rose " + reports::FormatBytes(pss_rise) +
+         " from the first to the last judged block (its noise floor in this run: " +
+         reports::FormatBytes(floor) + ") while the heap rose " +
+         reports::FormatBytes(std::max(0.0, heap_rise)) +
+         ": pages it shared with its parent or children being copied (copy-on-write; with "
+         "DataLoader workers, copy-on-read of the dataset's Python objects), not a heap leak; "
+         "reported, not judged";
+}
+
+// Worst first: a leak, a failure, inconclusive, bounded.
+int JobSeverity(const reports::VerdictClass &verdict) {
+  if (reports::IsMemoryFinding(verdict)) return 3;
+  if (verdict == reports::kError) return 2;
+  if (verdict == reports::kInconclusive) return 1;
+  return 0;
+}
+
+}  // namespace
+
+int RunWatch(const WatchOptions &options) {
+  const WatchPaths paths = FindWatchPaths();
+  ReportFolder folder(options.out);
+  const WatchJob job = RecordProgram(options, paths);
+  const WatchRecording &root = job.Root();
+
+  // Every image's trace; an image is judged when enough samples arrived, the others are
+  // summarised (a compiler, `sh -c`, a process that ended early). With none judged, the root's
+  // trace carries the verdict (inconclusive, saying what it needs).
+  std::vector<Subject> subjects;
+  std::map<std::string, int> names;
+  for (size_t i = 0; i < job.images.size(); ++i) {
+    const WatchImage &image = job.images[i];
+    Subject subject;
+    subject.image = &image;
+    subject.role = RoleOf(job, i);
+    WatchOptions own = options;
+    if (!image.root) {
+      own.name = options.name + " / " + subject.role;
+      if (const int seen = names[own.name]++; seen > 0) own.name += " #" + std::to_string(seen + 1);
+      own.command = {image.command_line.empty() ? image.comm : image.command_line};
+    }
+    subject.trace = BuildWatchTrace(image.recording, own);
+    subject.trace.subject.description +=
+        "; pid " + std::to_string(image.pid) + ", parent " +
+        std::to_string(image.recording.parent_pid) + ", " + subject.role +
+        (image.recording.at_clock ? "; it marks no step of its own: sampled at the job's steps "
+                                    "(its first allocation after each)"
+                                  : "") +
+        Notes(image.recording);
+    subject.judged = subject.trace.blocks > 0 && image.verified;
+    if (const std::string note = PrivateMemoryNote(subject.trace); !note.empty()) {
+      subject.trace.subject.description += "; " + note;
+    }
+    subjects.push_back(std::move(subject));
+  }
+  const bool any_judged =
+      std::any_of(subjects.begin(), subjects.end(), [](const Subject &s) { return s.judged; });
+  std::string summarised;
+  int summarised_count = 0;
+  for (Subject &s : subjects) {
+    if (s.judged || (!any_judged && s.image->root)) continue;
+    const WatchRecording &r = s.image->recording;
+    const leakbound_watch_counters &last =
+        r.at_exit ? *r.at_exit : r.samples.empty() ? r.at_start : r.samples.back().counters;
+    if (++summarised_count <= 12) {
+      summarised += std::string(summarised.empty() ? "" : "; ") + s.role + " (pid " +
+                    std::to_string(s.image->pid) + ", `" +
+                    Shortened(s.image->command_line.empty() ? s.image->comm : s.image->command_line,
+                              80) +
+                    "`, " + std::to_string(r.samples.size()) + " samples, heap at its end " +
+                    reports::FormatBytes(static_cast<double>(last.heap_bytes)) + ", " +
+                    r.Ending() + ")";
+    }
+  }
+  if (summarised_count > 12) summarised += "; and " + std::to_string(summarised_count - 12) + " more";
+
+  reports::Report report;
+  report.meta = harness::CurrentMetadata(harness::RunOptions{});
+  report.meta.device = "host (watched program)";
+  report.meta.seed.reset();
+  report.meta.blas_threads.reset();
+  report.meta.blocks = options.blocks;
+  report.meta.warmup_steps = options.warmup_steps;
+  report.meta.wall_seconds = job.wall_seconds;
+  report.meta.interrupted = root.Interruption() != 0;
+  TraceFile traces;
+  const WatchImage *worst = nullptr;
+  int worst_severity = -1;
+  for (Subject &s : subjects) {
+    if (!(s.judged || (!any_judged && s.image->root))) continue;
+    if (report.workloads.empty()) {
+      if (summarised_count > 0) {
+        s.trace.subject.description += "; also in the job, summarised, not judged (too few "
+                                       "samples): " + summarised;
+      }
+      for (const std::string &refusal : job.refused) {
+        s.trace.subject.description += "; refused: " + refusal;
+      }
+      for (const std::string &missing : job.not_observed) {
+        s.trace.subject.description += "; not observed: " + missing;
+      }
+      report.meta.steps_per_block = s.trace.steps_per_block;
+    }
+    reports::WorkloadResult result = Judge(s.trace);
+    const WatchRecording &r = s.image->recording;
+    if (r.Failed() && result.evidence.find(r.Ending()) == std::string::npos) {
+      result.evidence += " (the program " + r.Ending() + ")";
+    }
+    if (JobSeverity(result.verdict) > worst_severity) {
+      worst_severity = JobSeverity(result.verdict);
+      worst = s.image;
+    }
+    report.workloads.push_back(std::move(result));
+    traces.traces.push_back(s.trace);
+  }
+  traces.meta = report.meta;
+  WriteTraceFileAtomically(traces, options.out / "trace.json");
+  reports::WriteReportAtomically(report, options.out / "report.json");
+  reports::WriteFileAtomically(options.out / "report.md", reports::RenderMarkdown(report));
+  reports::WriteFileAtomically(options.out / "report.html", reports::RenderHtml(report));
+  PrintSummary(report, std::cout);
+
+  // The job's verdict: the worst of its judged processes, named.
+  reports::VerdictClass verdict = reports::kInconclusive;
+  for (size_t i = 0; i < report.workloads.size(); ++i) {
+    if (JobSeverity(report.workloads[i].verdict) == worst_severity) {
+      verdict = report.workloads[i].verdict;
+      if (report.workloads.size() > 1 || !worst->root) {
+        std::cout << "\njob: " << verdict << " in " << report.workloads[i].name << " (pid "
+                  << worst->pid << "): " << Shortened(report.workloads[i].evidence, 300) << "\n";
+      }
+      break;
+    }
+  }
+  // A process of the job that crashed (killed by a signal watch did not forward) fails the job
+  // even when it was too short to be judged.
+  int crashed = 0;
+  for (const WatchImage &image : job.images) {
+    const WatchRecording &r = image.recording;
+    if (image.root || !r.status_known || r.term_signal == 0) continue;
+    if (r.term_signal < 64 && (r.forwarded_mask & (1ull << r.term_signal))) continue;
+    ++crashed;
+    std::cout << "\nprocess of the job " << RoleOf(job, static_cast<size_t>(&image - job.images.data()))
+              << " (pid " << image.pid << ") " << r.Ending();
+  }
+  for (const std::string &missing : job.not_observed) std::cout << "\nnot observed: " << missing;
+  std::cout << "\nprogram: " << root.Ending() << ", " << job.images.size()
+            << " process image(s) observed, " << report.workloads.size() << " judged"
+            << "\nreports: " << (options.out / "report.json").string()
+            << ", report.md, report.html, trace.json\n";
+
+  // Precedence (docs/watch.md, "Exit codes"): an interruption, then a leak in any judged process
+  // (whatever the program's own status: the status is in the report), then the program's
+  // failure, then inconclusive.
+  if (const int s = root.Interruption(); s != 0) return 128 + s;
+  if (reports::IsMemoryFinding(verdict)) return kExitLeak;
+  if (root.Failed() || crashed > 0 || verdict == reports::kError) return kExitProgramFailed;
+  if (verdict == reports::kInconclusive) return kExitInconclusive;
+  return kExitOk;
+}
+
+}  // namespace leakbound::watch

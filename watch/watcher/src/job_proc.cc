@@ -1,0 +1,207 @@
+// The job's folder (its socket and clock page) and what /proc says of the job's processes:
+// parents, command lines, RANK, why one never connected, private memory.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "internal.h"
+
+namespace leakbound::watch::detail {
+
+JobFolder::JobFolder() {
+  std::string base = "/tmp";
+  if (const char *tmp = std::getenv("TMPDIR"); tmp && *tmp && std::strlen(tmp) < 64) base = tmp;
+  std::string pattern = base + "/leakbound-watch-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    pattern = "/tmp/leakbound-watch-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::runtime_error(std::string("watch: cannot make a private folder in /tmp: ") +
+                               std::strerror(errno));
+    }
+  }
+  dir_ = pattern;
+  socket_path_ = dir_ / "socket";
+  clock_path_ = dir_ / "clock";
+  listen_fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, socket_path_.c_str(), sizeof address.sun_path - 1);
+  if (listen_fd_ < 0 ||
+      ::bind(listen_fd_, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0 ||
+      ::listen(listen_fd_, SOMAXCONN) != 0) {
+    const int error = errno;
+    Remove();
+    throw std::runtime_error(std::string("watch: cannot listen on ") + socket_path_.string() +
+                             ": " + std::strerror(error));
+  }
+  const int clock_fd = ::open(clock_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  void *page = MAP_FAILED;
+  if (clock_fd >= 0 && ::ftruncate(clock_fd, 4096) == 0) {
+    page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, clock_fd, 0);
+  }
+  if (clock_fd >= 0) ::close(clock_fd);
+  if (page == MAP_FAILED) {
+    const int error = errno;
+    Remove();
+    throw std::runtime_error(std::string("watch: cannot make the job's clock in ") +
+                             dir_.string() + ": " + std::strerror(error));
+  }
+  clock_ = static_cast<std::uint64_t *>(page);
+}
+
+void JobFolder::Remove() {
+  if (clock_) ::munmap(clock_, 4096);
+  clock_ = nullptr;
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+std::string ReadProcFile(std::uint64_t pid, const char *name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + name, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The parent of pid, 0 when it is gone.
+std::uint64_t ParentOf(std::uint64_t pid) {
+  const std::string stat = ReadProcFile(pid, "stat");
+  const size_t close = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  char state = 0;
+  std::uint64_t parent = 0;
+  rest >> state >> parent;
+  return parent;
+}
+
+// Whether pid is a process of the job: its ancestors lead to watch. An ancestor that ends while
+// the chain is walked (a daemon's middle process) reparents its children to watch (a subreaper):
+// the walk starts again.
+bool InJob(std::uint64_t pid) {
+  const auto self = static_cast<std::uint64_t>(::getpid());
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    bool vanished = false;
+    std::uint64_t at = pid;
+    for (int hops = 0; at > 1 && hops < 4096; ++hops) {
+      const std::uint64_t parent = ParentOf(at);
+      if (parent == self) return true;
+      if (parent == 0 && at != pid) vanished = true;
+      at = parent;
+    }
+    if (!vanished) return false;
+  }
+  return false;
+}
+
+std::string CommandLineOf(std::uint64_t pid) {
+  std::string line = ReadProcFile(pid, "cmdline");
+  while (!line.empty() && line.back() == '\0') line.pop_back();
+  std::replace(line.begin(), line.end(), '\0', ' ');
+  return line;
+}
+
+std::string RankOf(std::uint64_t pid) {
+  const std::string environ_text = ReadProcFile(pid, "environ");
+  for (size_t at = 0; at < environ_text.size();) {
+    const size_t end = std::min(environ_text.find('\0', at), environ_text.size());
+    if (environ_text.compare(at, 5, "RANK=") == 0) return environ_text.substr(at + 5, end - at - 5);
+    at = end + 1;
+  }
+  return {};
+}
+
+// Why a process of the job never connected, from what /proc says of it.
+std::string WhyNotObserved(std::uint64_t pid, const std::string &preload) {
+  struct stat exe {};
+  const std::string proc = "/proc/" + std::to_string(pid);
+  if (::stat((proc + "/exe").c_str(), &exe) == 0 && (exe.st_mode & (S_ISUID | S_ISGID))) {
+    return "a setuid/setgid program: the loader ignores LD_PRELOAD for it";
+  }
+  const std::string environ_text = ReadProcFile(pid, "environ");
+  if (environ_text.find(preload) == std::string::npos) {
+    return "its environment does not carry watch's LD_PRELOAD (cleared, e.g. `env -i`)";
+  }
+  // A static executable has no PT_INTERP program header: no dynamic loader to preload into.
+  std::ifstream elf(proc + "/exe", std::ios::binary);
+  unsigned char ident[64] = {};
+  if (elf.read(reinterpret_cast<char *>(ident), sizeof ident) && ident[0] == 0x7f &&
+      ident[1] == 'E' && ident[4] == 2 /* 64-bit */) {
+    std::uint64_t phoff = 0;
+    std::uint16_t phentsize = 0, phnum = 0;
+    std::memcpy(&phoff, ident + 32, 8);
+    std::memcpy(&phentsize, ident + 54, 2);
+    std::memcpy(&phnum, ident + 56, 2);
+    bool interp = false;
+    for (std::uint16_t i = 0; i < phnum && phentsize >= 4; ++i) {
+      std::uint32_t type = 0;
+      elf.seekg(static_cast<std::streamoff>(phoff + std::uint64_t(i) * phentsize));
+      if (!elf.read(reinterpret_cast<char *>(&type), 4)) break;
+      if (type == 3 /* PT_INTERP */) interp = true;
+    }
+    if (!interp) return "a static executable: there is no dynamic loader to preload into";
+  }
+  return "it never connected (it ended before the preload started, or its preload could not "
+         "reach watch)";
+}
+
+// The processes below watch now: pid -> parent, from one pass over /proc.
+std::map<std::uint64_t, std::uint64_t> JobProcesses() {
+  std::map<std::uint64_t, std::uint64_t> parent_of;
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::uint64_t pid = std::stoull(name);
+    if (const std::uint64_t parent = ParentOf(pid); parent != 0) parent_of[pid] = parent;
+  }
+  const auto self = static_cast<std::uint64_t>(::getpid());
+  std::map<std::uint64_t, std::uint64_t> job;
+  for (const auto &[pid, parent] : parent_of) {
+    std::uint64_t at = pid;
+    for (int hops = 0; at > 1 && hops < 4096; ++hops) {
+      const auto up = parent_of.find(at);
+      if (up == parent_of.end()) break;
+      if (up->second == self) {
+        job[pid] = parent;
+        break;
+      }
+      at = up->second;
+    }
+  }
+  return job;
+}
+
+// Rss and Pss of pid in bytes (smaps_rollup, kB); false when it cannot be read.
+bool ReadPrivateMemory(std::uint64_t pid, std::uint64_t &rss, std::uint64_t &pss) {
+  std::istringstream rollup(ReadProcFile(pid, "smaps_rollup"));
+  bool have_rss = false, have_pss = false;
+  for (std::string line; std::getline(rollup, line);) {
+    std::uint64_t kb = 0;
+    if (line.rfind("Rss:", 0) == 0 && std::sscanf(line.c_str() + 4, "%lu", &kb) == 1) {
+      rss = kb * 1024;
+      have_rss = true;
+    } else if (line.rfind("Pss:", 0) == 0 && std::sscanf(line.c_str() + 4, "%lu", &kb) == 1) {
+      pss = kb * 1024;
+      have_pss = true;
+    }
+  }
+  return have_rss && have_pss;
+}
+
+}  // namespace leakbound::watch::detail

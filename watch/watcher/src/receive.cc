@@ -1,0 +1,215 @@
+// Receiving a process image's records: one record (or one SITES / CENSUS batch) per
+// SOCK_SEQPACKET message, up to kMessagesPerRead per recvmmsg, applied to its WatchRecording.
+// Anything that is not a record of this protocol is counted as malformed and dropped.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "internal.h"
+#include "leakbound/watch/heap.h"
+
+namespace leakbound::watch {
+namespace {
+
+std::string SignalName(int signal_number) {
+  const char *abbrev = sigabbrev_np(signal_number);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal_number);
+}
+
+void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
+  if (record.magic != LEAKBOUND_WATCH_MAGIC || record.version != LEAKBOUND_WATCH_VERSION) {
+    ++recording.malformed_records;
+    return;
+  }
+  const std::string text(record.text, strnlen(record.text, sizeof record.text));
+  switch (record.kind) {
+    case LEAKBOUND_WATCH_HELLO: {  // the image's series starts (again: it began to mark steps)
+      const std::vector<std::string> notes = recording.notes;
+      const std::string role = recording.role;
+      const std::uint64_t restarts = recording.hello ? recording.restarts + 1 : 0;
+      const std::uint64_t clock_moves = recording.clock_moves;
+      recording = WatchRecording{};
+      recording.notes = notes;
+      recording.role = role;
+      recording.restarts = restarts;
+      recording.clock_moves = clock_moves;
+      recording.hello = true;
+      recording.origin = static_cast<int>(record.site);
+      recording.parent_pid = record.seq;
+      recording.fork_index = record.values[0];
+      recording.exe_dev = record.values[1];
+      recording.exe_ino = record.values[2];
+      recording.heap_state = text;
+      recording.at_start = record.counters;
+      break;
+    }
+    case LEAKBOUND_WATCH_ROLE:
+      recording.role = text;
+      break;
+    case LEAKBOUND_WATCH_STEP:
+    case LEAKBOUND_WATCH_TICK: {
+      if (record.kind == LEAKBOUND_WATCH_TICK && record.site == 1) {
+        recording.at_clock = true;
+      } else {
+        ++recording.clock_moves;
+      }
+      WatchSample sample = std::move(recording.pending);
+      recording.pending = WatchSample{};
+      sample.seq = record.seq;
+      sample.time_ns = record.time_ns;
+      sample.counters = record.counters;
+      recording.samples.push_back(std::move(sample));
+      break;
+    }
+    case LEAKBOUND_WATCH_DEVICE:
+      recording.pending.has_device = true;
+      std::copy(std::begin(record.values), std::end(record.values),
+                recording.pending.device.begin());
+      break;
+    case LEAKBOUND_WATCH_COUNTER:
+      if (!text.empty()) recording.pending.framework[text] = record.values[0];
+      break;
+    case LEAKBOUND_WATCH_PROBE:
+      recording.probe_piece += text;
+      if (record.site == 0) {
+        const size_t tab = recording.probe_piece.find('\t');
+        if (tab != std::string::npos) {
+          recording.probe_states[recording.probe_piece.substr(0, tab)] =
+              recording.probe_piece.substr(tab + 1);
+        } else {
+          ++recording.malformed_records;
+        }
+        recording.probe_piece.clear();
+      }
+      break;
+    case LEAKBOUND_WATCH_NAME:
+      recording.site_names[record.site] = text;
+      break;
+    case LEAKBOUND_WATCH_NOTE:
+      recording.notes.push_back(text);
+      break;
+    case LEAKBOUND_WATCH_BYE:
+      recording.at_exit = record.counters;
+      recording.forks = std::max(recording.forks, record.counters.forks);
+      break;
+    case LEAKBOUND_WATCH_FORK:
+      recording.forks = std::max(recording.forks, record.counters.forks);
+      break;
+    default:
+      ++recording.malformed_records;
+  }
+}
+
+// A SITES or CENSUS message (channel.h): `count` entries after the record's
+// head; its size must match.
+void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
+                      WatchRecording &recording) {
+  const size_t head = offsetof(leakbound_watch_site_batch, entries);
+  if (batch.count > LEAKBOUND_WATCH_SITE_BATCH ||
+      size != head + batch.count * sizeof(leakbound_watch_site_entry)) {
+    ++recording.malformed_records;
+    return;
+  }
+  if (batch.kind == LEAKBOUND_WATCH_CENSUS) {
+    recording.pending.has_census = true;
+    for (uint32_t i = 0; i < batch.count; ++i) {
+      const leakbound_watch_site_entry &entry = batch.entries[i];
+      if (entry.site >= LEAKBOUND_HEAP_COHORTS) {
+        ++recording.malformed_records;
+        continue;
+      }
+      recording.pending.census[entry.site] = {entry.bytes, entry.allocations};
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < batch.count; ++i) {
+    const leakbound_watch_site_entry &entry = batch.entries[i];
+    recording.site_updates.push_back(
+        {recording.samples.size(), entry.site, entry.bytes, entry.allocations});
+  }
+}
+
+// One message as received: a record, or a SITES batch (told apart by kind; both
+// start with the same head).
+union WatchMessage {
+  leakbound_watch_record record;
+  leakbound_watch_site_batch batch;
+};
+
+void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &recording) {
+  if (size >= offsetof(leakbound_watch_site_batch, entries) &&
+      message.batch.magic == LEAKBOUND_WATCH_MAGIC &&
+      message.batch.version == LEAKBOUND_WATCH_VERSION &&
+      (message.batch.kind == LEAKBOUND_WATCH_SITES ||
+       message.batch.kind == LEAKBOUND_WATCH_CENSUS)) {
+    ConsumeSiteBatch(message.batch, size, recording);
+  } else if (size == sizeof message.record) {
+    Consume(message.record, recording);
+  } else {
+    ++recording.malformed_records;
+  }
+}
+
+}  // namespace
+
+std::string WatchRecording::Ending() const {
+  if (replaced_by_exec) return "exec'd a new program";
+  if (still_running) return "still running when watch stopped waiting";
+  if (!status_known) return "ended (its parent, not watch, collected its status)";
+  if (term_signal != 0) {
+    std::string text = "killed by " + SignalName(term_signal);
+    if (forwarded_mask & (1ull << term_signal)) text += " (forwarded by watch)";
+    return text;
+  }
+  if (exited) return "exited with status " + std::to_string(exit_status);
+  return "still running";
+}
+
+namespace detail {
+
+// Reads every message waiting on the socket, kMessagesPerRead per recvmmsg;
+// returns false once no writer is left.
+constexpr unsigned kMessagesPerRead = 64;
+bool Drain(int fd, WatchRecording &recording, bool block) {
+  static std::vector<WatchMessage> messages(kMessagesPerRead);  // 256 KiB, reused
+  std::array<iovec, kMessagesPerRead> vectors{};
+  std::array<mmsghdr, kMessagesPerRead> headers{};
+  for (;;) {
+    for (unsigned i = 0; i < kMessagesPerRead; ++i) {
+      vectors[i] = {&messages[i], sizeof(WatchMessage)};
+      headers[i] = {};
+      headers[i].msg_hdr.msg_iov = &vectors[i];
+      headers[i].msg_hdr.msg_iovlen = 1;
+    }
+    const int got = ::recvmmsg(fd, headers.data(), kMessagesPerRead,
+                               block ? MSG_WAITFORONE : MSG_DONTWAIT, nullptr);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+    for (int i = 0; i < got; ++i) {
+      // A zero-length message is the end of the stream only once every writer has closed;
+      // before that it is a program writing an empty message on the descriptor: skipped.
+      if (headers[i].msg_len == 0) {
+        pollfd hangup{fd, POLLIN, 0};
+        if (::poll(&hangup, 1, 0) < 0 || (hangup.revents & POLLHUP)) return false;
+        ++recording.malformed_records;
+        continue;
+      }
+      if (headers[i].msg_hdr.msg_flags & MSG_TRUNC) {
+        ++recording.malformed_records;
+        continue;
+      }
+      ConsumeMessage(messages[i], headers[i].msg_len, recording);
+    }
+    if (got == 0) return false;
+    block = false;
+  }
+}
+
+}  // namespace detail
+}  // namespace leakbound::watch

@@ -1,0 +1,369 @@
+// `leakbound watch`: the Trace of what a watched program sent. A program
+// decides its own length, so the schedule is fitted afterwards: the last
+// `blocks` x N samples are measured (N as large as the samples allow once
+// warm-up is known) and everything before them is warm-up. Too few samples, or
+// a program that crashed, is said in ended_early / error for Judge to report,
+// never guessed around. Pure: no clocks, no I/O.
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <span>
+
+#include "leakbound/harness/cupti_probe.h"
+#include "leakbound/harness/verdict.h"
+#include "leakbound/watch/watcher.h"
+#include "leakbound/watch/heap.h"
+
+namespace leakbound::watch {
+
+using namespace harness;  // NOLINT(google-build-using-namespace): Trace and its parts
+
+namespace {
+
+TraceCounter Counter(std::string name, std::string unit, bool judged, double baseline,
+                     double final_value) {
+  TraceCounter c;
+  c.name = std::move(name);
+  c.unit = std::move(unit);
+  c.exact = true;
+  c.judged = judged;
+  c.probe = "host";
+  c.baseline = baseline;
+  c.final_value = final_value;
+  return c;
+}
+
+// Warm-up steps given the measured-block length: detected from the judged exact
+// series (first block boundary after which block min/max stop changing), or,
+// when they never settle (a leak, or a foreign program's jitter), everything
+// before the last `blocks` blocks.
+int FitSchedule(const std::vector<TraceCounter> &counters, int samples, int blocks,
+                int configured_warmup, bool *detected) {
+  *detected = false;
+  if (configured_warmup >= 0) return configured_warmup;
+  const int block = samples / (blocks + 1);
+  if (block < 1) return 0;
+  std::vector<std::span<const double>> judged;
+  for (const TraceCounter &c : counters) {
+    if (c.judged) judged.emplace_back(c.values);
+  }
+  const int max_warmup_blocks = std::max(0, samples / block - blocks - kWarmupStableBlocks + 1);
+  const int found = DetectWarmupEnd(judged, block, max_warmup_blocks);
+  if (found >= 0) {
+    *detected = true;
+    return found;
+  }
+  return block;
+}
+
+// Call sites whose survivors grew from the first measured block end to the
+// last, at every block end, largest growth first.
+void AddOutstanding(const WatchRecording &recording, Trace &trace) {
+  const std::vector<int> ends =
+      BlockEnds(Schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block});
+  if (ends.empty() || recording.site_updates.empty()) return;
+  struct SiteState {
+    std::uint64_t bytes = 0, allocations = 0;
+    std::int64_t first_growth = -1, last_growth = -1;
+  };
+  std::map<std::uint32_t, SiteState> state;
+  std::vector<std::map<std::uint32_t, SiteState>> at_end;
+  size_t next = 0;
+  for (int end : ends) {
+    while (next < recording.site_updates.size() &&
+           recording.site_updates[next].before_sample <= static_cast<size_t>(end)) {
+      const SiteUpdate &u = recording.site_updates[next++];
+      SiteState &s = state[u.site];
+      const auto step = static_cast<std::int64_t>(u.before_sample);
+      if (u.bytes > s.bytes && step >= trace.warmup_steps) {
+        if (s.first_growth < 0) s.first_growth = step;
+        s.last_growth = step;
+      }
+      s.bytes = u.bytes;
+      s.allocations = u.allocations;
+    }
+    at_end.push_back(state);
+  }
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> growing;  // (growth, site)
+  for (const auto &[site, last] : at_end.back()) {
+    const auto first = at_end.front().find(site);
+    const std::uint64_t before = first == at_end.front().end() ? 0 : first->second.bytes;
+    bool rising = last.bytes > before;
+    for (size_t b = 1; rising && b < at_end.size(); ++b) {
+      const auto now = at_end[b].find(site), then = at_end[b - 1].find(site);
+      const std::uint64_t now_bytes = now == at_end[b].end() ? 0 : now->second.bytes;
+      const std::uint64_t then_bytes = then == at_end[b - 1].end() ? 0 : then->second.bytes;
+      rising = now_bytes >= then_bytes;
+    }
+    if (rising) growing.emplace_back(last.bytes - before, site);
+  }
+  std::sort(growing.rbegin(), growing.rend());
+  for (size_t b = 0; b < ends.size(); ++b) {
+    OutstandingSnapshot snapshot;
+    snapshot.step = ends[b];
+    for (const auto &[growth, site] : growing) {
+      const auto it = at_end[b].find(site);
+      if (it == at_end[b].end()) continue;
+      const auto name = recording.site_names.find(site);
+      OutstandingRow row;
+      row.op = name == recording.site_names.end() ? "site " + std::to_string(site) : name->second;
+      row.role = "heap";
+      row.scope = "none";
+      row.bytes = it->second.bytes;
+      row.allocations = it->second.allocations;
+      row.oldest_step = it->second.first_growth;
+      row.newest_step = it->second.last_growth;
+      snapshot.rows.push_back(std::move(row));
+    }
+    trace.outstanding.push_back(std::move(snapshot));
+  }
+}
+
+// The censuses at the block ends (each one a census point by construction), as cohorts with the
+// step each was born from.
+void AddCensus(const WatchRecording &recording, const std::vector<int> &census_at, Trace &trace) {
+  for (int end : BlockEnds(Schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block})) {
+    const auto at = std::lower_bound(census_at.begin(), census_at.end(), end);
+    if (at == census_at.end() || *at != end) continue;
+    const size_t index = static_cast<size_t>(at - census_at.begin());
+    CensusSnapshot snap;
+    snap.counter = "host.heap_bytes";
+    snap.step = end;
+    for (size_t k = 0; k <= index && k < LEAKBOUND_HEAP_COHORTS; ++k) {
+      CensusCohort cohort;
+      cohort.born_step = k == 0 ? -1 : census_at[k - 1] + 1;
+      const auto &entries = recording.samples[static_cast<size_t>(end)].census;
+      const auto it = entries.find(static_cast<std::uint32_t>(k));
+      if (it != entries.end()) {
+        cohort.bytes = it->second.first;
+        cohort.blocks = it->second.second;
+      }
+      snap.cohorts.push_back(cohort);
+    }
+    trace.census.push_back(std::move(snap));
+  }
+}
+
+// A series sampled at some steps only (device, framework): before its first
+// value it is 0 (the ledger had seen nothing), afterwards the last value holds
+// until the next.
+TraceCounter Sparse(const CounterInfo &info, const std::string &probe,
+                    const std::vector<std::optional<std::uint64_t>> &values) {
+  TraceCounter c = Counter(info.name, info.unit, info.judged, 0, 0);
+  c.exact = info.exact;
+  c.probe = probe;
+  double last = 0;
+  for (const std::optional<std::uint64_t> &v : values) {
+    if (v) last = static_cast<double>(*v);
+    c.values.push_back(last);
+  }
+  c.final_value = last;
+  return c;
+}
+
+// The CUPTI ledger's counters (names, units and judged flags are CuptiProbe's),
+// with the probe state the injection reported, or why none reported. Only when
+// a device side was expected or arrived.
+void AddDeviceCounters(const WatchRecording &recording, Trace &trace) {
+  const auto state = recording.probe_states.find("cupti");
+  const bool any = std::any_of(recording.samples.begin(), recording.samples.end(),
+                               [](const WatchSample &s) { return s.has_device; });
+  if (state == recording.probe_states.end() && !any && !recording.device_expected) return;
+  trace.probes.push_back({"cupti", state != recording.probe_states.end()
+                                       ? state->second
+                                       : "unavailable: " + recording.device_absent_reason});
+  static const std::vector<CounterInfo> kInfos = CuptiProbe::LedgerCounters();
+  for (size_t i = 0; i < kInfos.size() && i < LEAKBOUND_DEVICE_VALUE_COUNT; ++i) {
+    std::vector<std::optional<std::uint64_t>> values;
+    for (const WatchSample &s : recording.samples) {
+      values.push_back(s.has_device ? std::optional<std::uint64_t>(s.device[i]) : std::nullopt);
+    }
+    trace.counters.push_back(Sparse(kInfos[i], "cupti", values));
+  }
+}
+
+// Exact counters a framework read at each step ("torch.allocated_bytes"), probe
+// = the name's first component, state "active" unless the program said
+// otherwise.
+void AddFrameworkCounters(const WatchRecording &recording, Trace &trace) {
+  std::set<std::string> names;
+  for (const WatchSample &s : recording.samples) {
+    for (const auto &[name, value] : s.framework) names.insert(name);
+  }
+  std::set<std::string> probes;
+  for (const std::string &name : names) {
+    const std::string probe = name.substr(0, name.find('.'));
+    std::vector<std::optional<std::uint64_t>> values;
+    for (const WatchSample &s : recording.samples) {
+      const auto it = s.framework.find(name);
+      values.push_back(it == s.framework.end() ? std::nullopt
+                                               : std::optional<std::uint64_t>(it->second));
+    }
+    trace.counters.push_back(Sparse({name, "bytes", true, true, false}, probe, values));
+    if (probes.insert(probe).second) {
+      const auto state = recording.probe_states.find(probe);
+      trace.probes.push_back(
+          {probe, state == recording.probe_states.end() ? "active" : state->second});
+    }
+  }
+}
+
+// RSS and PSS as read by watch (WatchSample::has_private), each sample carrying the last value
+// read (the first read before it): noisy, never judged (docs/watch.md, "Process trees").
+void AddPrivateMemory(const WatchRecording &recording, Trace &trace) {
+  const auto first = std::find_if(recording.samples.begin(), recording.samples.end(),
+                                  [](const WatchSample &s) { return s.has_private; });
+  if (first == recording.samples.end()) return;
+  TraceCounter rss = Counter("process.rss_bytes", "bytes", false, double(first->rss_bytes),
+                             double(first->rss_bytes));
+  TraceCounter pss = Counter("process.pss_bytes", "bytes", false, double(first->pss_bytes),
+                             double(first->pss_bytes));
+  std::uint64_t last_rss = first->rss_bytes, last_pss = first->pss_bytes;
+  for (const WatchSample &s : recording.samples) {
+    if (s.has_private) {
+      last_rss = s.rss_bytes;
+      last_pss = s.pss_bytes;
+    }
+    rss.values.push_back(double(last_rss));
+    pss.values.push_back(double(last_pss));
+  }
+  rss.final_value = rss.values.back();
+  pss.final_value = pss.values.back();
+  trace.counters.push_back(std::move(rss));
+  trace.counters.push_back(std::move(pss));
+}
+
+}  // namespace
+
+Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &options) {
+  Trace trace;
+  trace.subject.name = options.name;
+  trace.subject.kind = "watched";
+  trace.subject.expectation = reports::kPass;
+  std::string command;
+  for (const std::string &arg : options.command) command += (command.empty() ? "" : " ") + arg;
+  trace.subject.description = "`" + command + "` (" + recording.Ending() + ")";
+  trace.probes.push_back({"host", recording.hello ? recording.heap_state : recording.heap_state});
+
+  const leakbound_watch_counters start = recording.at_start;
+  const leakbound_watch_counters last =
+      recording.samples.empty() ? start : recording.samples.back().counters;
+  // Until the schedule is known: the state when the preload started and the
+  // last sample.
+  trace.counters = {
+      Counter("host.heap_bytes", "bytes", true, start.heap_bytes, last.heap_bytes),
+      Counter("host.heap_allocations", "count", true, start.heap_allocations,
+              last.heap_allocations),
+      Counter("host.mapped_bytes", "bytes", true, start.mapped_bytes, last.mapped_bytes),
+      Counter("host.heap_peak_bytes", "bytes", false, start.heap_bytes, last.heap_peak_bytes),
+      Counter("host.total_allocations", "count", false, start.total_allocations,
+              last.total_allocations),
+  };
+  trace.counters[3].peak_of = "host.heap_bytes";
+  std::uint64_t previous_ns = 0;
+  for (const WatchSample &s : recording.samples) {
+    const leakbound_watch_counters &c = s.counters;
+    const double values[] = {double(c.heap_bytes), double(c.heap_allocations),
+                             double(c.mapped_bytes), double(c.heap_peak_bytes),
+                             double(c.total_allocations)};
+    for (size_t i = 0; i < trace.counters.size(); ++i)
+      trace.counters[i].values.push_back(values[i]);
+    trace.step_ns.push_back(previous_ns == 0 ? 0.0 : double(s.time_ns - previous_ns));
+    trace.probe_ns.push_back(0.0);
+    previous_ns = s.time_ns;
+  }
+  AddDeviceCounters(recording, trace);
+  AddFrameworkCounters(recording, trace);
+  AddPrivateMemory(recording, trace);
+
+  // Census points (docs/watch.md, "Census"): the judged window ends at the last one, and its
+  // block ends are census points, i.e. multiples of the census unit then in effect.
+  std::vector<int> census_at;
+  for (size_t i = 0; i < recording.samples.size(); ++i) {
+    if (recording.samples[i].has_census) census_at.push_back(static_cast<int>(i));
+  }
+  const bool census = recording.hello && recording.heap_state.rfind("active", 0) == 0 &&
+                      !census_at.empty() && census_at.front() == 0;
+  int unit = 1;
+  int judged = static_cast<int>(recording.samples.size());
+  if (census) {
+    if (census_at.size() >= 2) unit = census_at.back() - census_at[census_at.size() - 2];
+    judged = census_at.back() + 1;
+    const int tail = static_cast<int>(recording.samples.size()) - judged;
+    if (tail > 0) {
+      trace.subject.description += "; judged up to step " + std::to_string(judged - 1) +
+                                   ", the last census (the " + std::to_string(tail) +
+                                   " later steps are shown, in no block)";
+    }
+  }
+  const int samples = judged;
+  const int blocks = options.blocks;
+  const std::string unit_name =
+      options.interval_ns > 0 || recording.at_clock ? "samples" : "steps";
+  const int arrived = static_cast<int>(recording.samples.size());
+  if (recording.term_signal != 0 && recording.Interruption() != recording.term_signal) {
+    trace.error = "the program was " + recording.Ending() + " after " + std::to_string(arrived) +
+                  " " + unit_name + "; the series below is what arrived";
+  } else if (recording.Interruption() != 0) {
+    trace.ended_early = "interrupted (" + recording.Ending() + ") after " +
+                        std::to_string(arrived) + " " + unit_name;
+  }
+  bool detected = false;
+  int warmup =
+      samples >= MinimumSamples(blocks)
+          ? FitSchedule(trace.counters, samples, blocks, options.warmup_steps, &detected)
+          : 0;
+  int per_block = (samples - std::min(warmup, samples)) / blocks;
+  if (census) {  // whole census units: warm-up rounded up, blocks rounded down
+    warmup = (std::min(warmup, samples) + unit - 1) / unit * unit;
+    per_block = std::max(0, samples - warmup) / (blocks * unit) * unit;
+  }
+  if (samples < MinimumSamples(blocks) || per_block < kMinStepsPerBlock) {
+    if (trace.ended_early.empty()) {
+      trace.ended_early =
+          "only " + std::to_string(samples) + " " + unit_name +
+          (samples < arrived ? " (up to the last census)" : "") +
+          " arrived; judging needs at least " +
+          std::to_string(options.warmup_steps > 0
+                             ? options.warmup_steps + blocks * kMinStepsPerBlock
+                             : MinimumSamples(blocks)) +
+          " (warm-up, then " + std::to_string(blocks) + " blocks of " +
+          std::to_string(kMinStepsPerBlock) + "): " +
+          (recording.ChannelLost()
+               ? "watch's channel closed before the program ended (see the notes), so later steps "
+                 "were not seen"
+           : recording.at_clock
+               ? "it marks no step of its own and was sampled at the job's steps; mark its "
+                 "steps (leakbound_step, --step-on) or run it longer"
+           : options.interval_ns > 0 ? "run the program longer or shorten --interval"
+                                     : "run the program for more steps, mark steps (leakbound_step, "
+                                       "--step-on, --step-range), or lower --blocks");
+    }
+    trace.warmup_steps = static_cast<int>(recording.samples.size());
+    trace.blocks = 0;
+    trace.steps_per_block = 0;
+    return trace;
+  }
+  trace.steps_per_block = per_block;
+  trace.blocks = blocks;
+  trace.warmup_steps = samples - blocks * per_block;  // the remainder goes to warm-up
+  trace.tail_steps = static_cast<int>(recording.samples.size()) - samples;
+  trace.warmup_detected = detected;
+  // A program's exit is not a teardown and its start is not a setup
+  // (interpreters build their world before the first step, fill free lists and
+  // caches once, and leave it all to the OS at exit), so a watched trace has no
+  // baseline to return to: baseline and final are both the last sample,
+  // return-to-baseline is vacuous, and memory is judged on growth across blocks
+  // only. A one-time rise stays visible in the series and the peak.
+  // docs/watch.md, "Verdicts".
+  for (TraceCounter &c : trace.counters) {
+    if (!c.judged) continue;
+    c.baseline = c.values.back();
+    c.final_value = c.values.back();
+  }
+  AddOutstanding(recording, trace);
+  if (census) AddCensus(recording, census_at, trace);
+  return trace;
+}
+
+}  // namespace leakbound::watch
