@@ -89,6 +89,16 @@ need_torch() {
   "$python" -c "import torch" 2>/dev/null || { echo "SKIP: $python has no torch (apt-get install python3-torch)"; exit 77; }
 }
 
+# torch_tree_bounded MODE: torch_tree.py MODE for 6,000 steps under --step-on SGD.step; exit 0 or
+# 1, and every process PASSes or grows below 1 KiB/step (see torch_tree_loader_clean).
+torch_tree_bounded() {
+  need_torch
+  TREE_STEPS=6000 "$leakbound" watch --out "$out" --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" "$1" >"$out_root/$case_name.stdout" 2>"$out_root/$case_name.stderr"
+  local rc=$?
+  [ $rc = 0 ] || [ $rc = 1 ] || fail "exit $rc"
+  expect_job_bounded_below 1024
+}
+
 torch_case() {  # RC VERDICT BUG MARKER [watch flags]
   need_torch
   local rc=$1 verdict=$2 bug=$3 marker=$4; shift 4
@@ -368,9 +378,10 @@ PY
     # Processes the preload cannot enter are listed with the reason: a static executable, and a
     # child whose environment was cleared (env -i drops LD_PRELOAD).
     [ -n "${STATIC_SLEEP:-}" ] || { echo "SKIP: no static executable (libc.a missing, or a sanitizer build)"; exit 77; }
-    watch_expect 4 -- /bin/bash -c "'$STATIC_SLEEP' 0.8; env -i '$c_steps' timer-clean 400 >/dev/null"
-    report_field "w['description']" | grep -q "not observed: \`$STATIC_SLEEP 0.8\` (pid [0-9]*): a static executable" || fail "the static executable is not listed"
-    report_field "w['description']" | grep -q "not observed: \`$c_steps timer-clean 400\` (pid [0-9]*): its environment does not carry" || fail "the cleared environment is not listed"
+    # Each runs long enough for two scans of /proc (200 ms apart) on a loaded machine.
+    watch_expect 4 -- /bin/bash -c "'$STATIC_SLEEP' 1.5; env -i '$c_steps' timer-clean 600 >/dev/null"
+    report_field "w['description']" | grep -q "not observed: \`$STATIC_SLEEP 1.5\` (pid [0-9]*): a static executable" || fail "the static executable is not listed"
+    report_field "w['description']" | grep -q "not observed: \`$c_steps timer-clean 600\` (pid [0-9]*): its environment does not carry" || fail "the cleared environment is not listed"
     ;;
   tree_exec_self)
     # Two program images of one pid: the clean one before exec PASSes, the leaking one after it
@@ -428,11 +439,7 @@ PY
     # (1 of 6 at 3,000 steps, 1 of 9 at 6,000 under load; docs/watch.md, "Process trees"). So this
     # twin asserts what that limit allows: PASS, or growth below 1 KiB/step (the planted leak is
     # 32 KiB a step), with every process judged.
-    need_torch
-    TREE_STEPS=6000 "$leakbound" watch --out "$out" --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" loader-clean >"$out_root/$case_name.stdout" 2>"$out_root/$case_name.stderr"
-    rc=$?
-    [ $rc = 0 ] || [ $rc = 1 ] || fail "exit $rc"
-    expect_job_bounded_below 1024
+    torch_tree_bounded loader-clean
     python3 -c "
 import json, sys
 for w in json.load(open('$out/report.json'))['workloads']:
@@ -441,11 +448,7 @@ for w in json.load(open('$out/report.json'))['workloads']:
   torch_tree_cow)
     # Copy-on-read: the workers read a 1,000,000-string list of the dataset, 40 entries more a
     # sample (their heap stays flat, the pages they copy grow their PSS). The same cache as above.
-    need_torch
-    TREE_STEPS=6000 "$leakbound" watch --out "$out" --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" cow >"$out_root/$case_name.stdout" 2>"$out_root/$case_name.stderr"
-    rc=$?
-    [ $rc = 0 ] || [ $rc = 1 ] || fail "exit $rc"
-    expect_job_bounded_below 1024
+    torch_tree_bounded cow
     # Their private memory (PSS, noisy, not judged) rises while the heap stays flat: said, per worker.
     python3 -c "
 import json, sys

@@ -317,30 +317,24 @@ LB_EXPORT void leakbound_step(void) {
   Mark(LEAKBOUND_WATCH_STEP);
 }
 
-/* What this process is in the job ("DataLoader worker 1", "rank 0"), for the report. */
-LB_EXPORT void leakbound_role(const char *text) {
+/* A text record of `kind` (ROLE, NOTE), sent outside the heap's counts. */
+static void SendText(uint16_t kind, const char *text) {
   if (!Followed() || !text) return;
   leakbound_heap_exclude_begin();
   leakbound_watch_record record;
   memset(&record, 0, sizeof record);
-  record.kind = LEAKBOUND_WATCH_ROLE;
+  record.kind = kind;
   CopyText(record.text, text);
   Send(&record);
   leakbound_heap_exclude_end();
 }
 
+/* What this process is in the job ("DataLoader worker 1", "rank 0"), for the report. */
+LB_EXPORT void leakbound_role(const char *text) { SendText(LEAKBOUND_WATCH_ROLE, text); }
+
 /* A line for the report ("step-on: patched torch.optim.Optimizer.step and 12
  * overrides"). */
-LB_EXPORT void leakbound_note(const char *text) {
-  if (!Followed() || !text) return;
-  leakbound_heap_exclude_begin();
-  leakbound_watch_record record;
-  memset(&record, 0, sizeof record);
-  record.kind = LEAKBOUND_WATCH_NOTE;
-  CopyText(record.text, text);
-  Send(&record);
-  leakbound_heap_exclude_end();
-}
+LB_EXPORT void leakbound_note(const char *text) { SendText(LEAKBOUND_WATCH_NOTE, text); }
 
 /* One CUDA injection per process (channel.h): a second copy of the library is
  * told so. */
