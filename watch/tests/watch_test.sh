@@ -374,6 +374,17 @@ PY
     [ -s "$out/report.json" ] || fail "no report"
     report_field "w['description']" | grep -q "still running when a signal stopped the wait" || fail "the report does not say a process was left running"
     ;;
+  hostile_python_isolated)
+    # python3 -I / -E ignore PYTHONPATH: --step-on cannot mark a step, and the report says why
+    # (it said only "mark steps" before).
+    watch_expect 4 --step-on json.dumps -- "$python" -I -c "import json; [json.dumps(i) for i in range(200)]"
+    report_field "w['evidence']" | grep -q "python was started with -I or -E, which ignore PYTHONPATH" || fail "the isolated mode is not named"
+    watch_expect 4 --step-on json.dumps -- "$python" -BE -c "import json"
+    report_field "w['evidence']" | grep -q "started with -I or -E" || fail "-E in a cluster is not named"
+    # Not every flag is isolation: -X with a value, or a script named after the flags.
+    watch_expect 4 --step-on json.dumps -- "$python" -X utf8 -c "import json"
+    ! report_field "w['evidence']" | grep -q "started with -I or -E" || fail "-X utf8 taken for -E"
+    ;;
   tree_not_observed)
     # Processes the preload cannot enter are listed with the reason: a static executable, and a
     # child whose environment was cleared (env -i drops LD_PRELOAD).
@@ -507,6 +518,21 @@ sys.exit('no PSS rise reported for %s' % missing if missing or len(w) != 2 else 
   interval_clean)
     watch_expect 0 --interval 20ms -- "$c_steps" timer-clean 1500
     expect_verdict PASS host.heap_bytes
+    ;;
+  interval_with_markers)
+    # --interval on a program that marks its own steps: the timer stops at its first step, so
+    # the series is exactly its 100 steps (it mixed in ~40 timer samples before), and it says so.
+    watch_expect 1 --interval 5ms -- "$python" -c "
+import leakbound, time
+time.sleep(0.1)
+keep = []
+for i in range(100):
+    time.sleep(0.002); keep.append(bytearray(1000)); leakbound.step()"
+    python3 -c "
+import json; t = json.load(open('$out/trace.json'))['traces'][0]
+n = len(t['counters'][0]['values'])
+assert n == 100, '%d samples, want the 100 steps' % n
+assert 'the timer stopped at its first step' in t['subject']['description'], t['subject']['description']" || fail "timer and step samples mixed"
     ;;
   torch_clean_step_on) torch_case 0 PASS clean step_on --step-on torch.optim.Optimizer.step ;;
   torch_sum_loss_step_on) torch_case 1 unbounded-growth sum_loss step_on --step-on torch.optim.Optimizer.step ;;

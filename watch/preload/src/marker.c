@@ -116,7 +116,7 @@ static void Sample(leakbound_watch_counters *out) {
   out->heap_allocations = stats.live_allocations;
   out->heap_peak_bytes = stats.peak_bytes;
   out->total_allocations = stats.total_allocations;
-  out->untracked_allocations = stats.untracked_allocations + LeakboundSitesDropped();
+  out->untracked_allocations = stats.untracked_allocations;
   out->mapped_bytes = LeakboundMappedBytes();
   out->forks = atomic_load(&g_forks);
   leakbound_heap_reset_peak();
@@ -241,6 +241,7 @@ static void MarkLocked(leakbound_watch_kind kind, int at_clock) {
   Sample(&record.counters); /* first: the site scan below must not delay the
                                sample */
   record.time_ns = NowNs();
+  record.values[0] = LeakboundSitesDropped();
   if (g_leakbound_sites_on) {
     g_site_batch.seq = record.seq;
     g_site_batch.count = 0;
@@ -296,23 +297,35 @@ LB_HIDDEN void LeakboundJobClockSample(void) {
  * injection) ---- */
 
 static void SendHello(void);
+static void SendText(uint16_t kind, const char *text);
+
+/* Set while the --interval timer thread samples; cleared by the program's first own step. */
+static _Atomic int g_timer_on;
+
+/* The series starts again (HELLO): samples so far were at the job's clock or on the timer, and
+ * the process marks its own steps from now on (a series is steps, or timer / clock samples, never
+ * both); the census and the call sites start again with it. */
+static void RestartSeries(const char *why) {
+  leakbound_heap_exclude_begin();
+  pthread_mutex_lock(&g_marker_lock);
+  if (g_samples > 0) {
+    g_steps = g_ticks = g_samples = 0;
+    g_census_unit = 1;
+    leakbound_heap_census_start();
+    LeakboundSitesForget();
+    SendHello();
+    if (why) SendText(LEAKBOUND_WATCH_NOTE, why);
+  }
+  pthread_mutex_unlock(&g_marker_lock);
+  leakbound_heap_exclude_end();
+}
 
 LB_EXPORT void leakbound_step(void) {
   if (!Followed()) return;
-  if (atomic_exchange(&g_leakbound_job_clock, NULL) != NULL) {
-    /* Its own steps from now on: the samples it took at the job's clock are dropped (a series
-     * is steps or clock samples, never both) and its series, census and sites start again. */
-    leakbound_heap_exclude_begin();
-    pthread_mutex_lock(&g_marker_lock);
-    if (g_samples > 0) {
-      g_steps = g_ticks = g_samples = 0;
-      g_census_unit = 1;
-      leakbound_heap_census_start();
-      LeakboundSitesForget();
-      SendHello();
-    }
-    pthread_mutex_unlock(&g_marker_lock);
-    leakbound_heap_exclude_end();
+  if (atomic_exchange(&g_leakbound_job_clock, NULL) != NULL) RestartSeries(NULL);
+  if (atomic_exchange(&g_timer_on, 0)) {
+    RestartSeries("interval: the program marks its own steps, so the timer stopped at its first "
+                  "step and its series is those steps (the timer samples before it were dropped)");
   }
   Mark(LEAKBOUND_WATCH_STEP);
 }
@@ -397,13 +410,13 @@ static void *TimerThread(void *unused) {
                                    */
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
-  while (Followed()) {
+  while (Followed() && atomic_load(&g_timer_on)) {
     uint64_t ns = (uint64_t)next.tv_nsec + g_interval_ns;
     next.tv_sec += (time_t)(ns / 1000000000ull);
     next.tv_nsec = (long)(ns % 1000000000ull);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
     }
-    if (Followed()) Mark(LEAKBOUND_WATCH_TICK);
+    if (Followed() && atomic_load(&g_timer_on)) Mark(LEAKBOUND_WATCH_TICK);
   }
   return NULL;
 }
@@ -651,9 +664,11 @@ __attribute__((constructor(103))) static void StartWatch(void) {
   Begin(LEAKBOUND_WATCH_ORIGIN_EXEC);
   if (Followed() && g_interval_ns > 0) {
     pthread_t thread;
+    atomic_store(&g_timer_on, 1);
     if (pthread_create(&thread, NULL, TimerThread, NULL) == 0) {
       pthread_detach(thread);
     } else {
+      atomic_store(&g_timer_on, 0);
       leakbound_note("interval: could not start the timer thread; no samples will arrive");
     }
   }
@@ -669,6 +684,7 @@ __attribute__((destructor)) static void StopWatch(void) {
   bye.kind = LEAKBOUND_WATCH_BYE;
   bye.seq = g_steps;
   Sample(&bye.counters);
+  bye.values[0] = LeakboundSitesDropped();
   Send(&bye);
   atomic_store(&g_followed, 0);
   pthread_mutex_unlock(&g_marker_lock);

@@ -67,7 +67,13 @@ std::string Notes(const WatchRecording &r) {
       r.at_exit ? *r.at_exit : r.samples.empty() ? r.at_start : r.samples.back().counters;
   if (last.untracked_allocations > 0) {
     notes += "; " + std::to_string(last.untracked_allocations) +
-             " allocations could not be recorded (interposer table full)";
+             " allocations could not be recorded (the heap's record tables were full or could "
+             "not be mapped): their bytes are not in host.heap_bytes";
+  }
+  if (r.sites_dropped > 0) {
+    notes += "; " + std::to_string(r.sites_dropped) +
+             " allocations were made at call sites past the site table's room (counted "
+             "exactly in the heap's counters; they are in no call site's books)";
   }
   if (r.malformed_records > 0) {
     notes += "; " + std::to_string(r.malformed_records) + " malformed channel records dropped";

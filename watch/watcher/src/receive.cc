@@ -62,6 +62,7 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       sample.seq = record.seq;
       sample.time_ns = record.time_ns;
       sample.counters = record.counters;
+      recording.sites_dropped = std::max(recording.sites_dropped, record.values[0]);
       recording.samples.push_back(std::move(sample));
       break;
     }
@@ -94,6 +95,7 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       break;
     case LEAKBOUND_WATCH_BYE:
       recording.at_exit = record.counters;
+      recording.sites_dropped = std::max(recording.sites_dropped, record.values[0]);
       recording.forks = std::max(recording.forks, record.counters.forks);
       break;
     case LEAKBOUND_WATCH_FORK:

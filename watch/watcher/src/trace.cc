@@ -233,6 +233,33 @@ void AddPrivateMemory(const WatchRecording &recording, Trace &trace) {
   trace.counters.push_back(std::move(pss));
 }
 
+// Whether the command is a Python interpreter told to ignore PYTHON* variables (-E, or -I:
+// isolated mode), alone or in a cluster of short options ("-IB") before the script or -c/-m:
+// then PYTHONPATH (leakbound's Python module, --step-on) and PYTHONMALLOC are not used. A
+// command given as one string (a process of the job) is split at spaces.
+bool IgnoresPythonEnvironment(const std::vector<std::string> &command) {
+  std::vector<std::string> args;
+  for (const std::string &part : command) {
+    for (size_t at = 0; at < part.size();) {
+      const size_t end = std::min(part.find(' ', at), part.size());
+      if (end > at) args.push_back(part.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  if (args.empty()) return false;
+  const std::string name = args.front().substr(args.front().rfind('/') + 1);
+  if (name.rfind("python", 0) != 0) return false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (a.size() < 2 || a[0] != '-' || a[1] == '-') return false;  // the script, or --long
+    for (size_t k = 1; k < a.size(); ++k) {
+      if (a[k] == 'I' || a[k] == 'E') return true;
+      if (a[k] == 'c' || a[k] == 'm' || a[k] == 'W' || a[k] == 'X') return false;  // takes a value
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &options) {
@@ -243,11 +270,18 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
   std::string command;
   for (const std::string &arg : options.command) command += (command.empty() ? "" : " ") + arg;
   trace.subject.description = "`" + command + "` (" + recording.Ending() + ")";
-  trace.probes.push_back({"host", recording.hello ? recording.heap_state : recording.heap_state});
-
   const leakbound_watch_counters start = recording.at_start;
   const leakbound_watch_counters last =
       recording.samples.empty() ? start : recording.samples.back().counters;
+  // HELLO carries the heap's state when the process began; a heap that could not record some
+  // allocations later (tables full, or not mappable) is degraded from then on.
+  std::string heap_state = recording.heap_state;
+  if (heap_state == "active" && last.untracked_allocations > 0) {
+    heap_state = "active, degraded: " + std::to_string(last.untracked_allocations) +
+                 " allocations could not be recorded (untracked_allocations), the first after "
+                 "the process began";
+  }
+  trace.probes.push_back({"host", heap_state});
   // Until the schedule is known: the state when the preload started and the
   // last sample.
   trace.counters = {
@@ -332,6 +366,10 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
           (recording.ChannelLost()
                ? "watch's channel closed before the program ended (see the notes), so later steps "
                  "were not seen"
+           : !options.step_on.empty() && IgnoresPythonEnvironment(options.command)
+               ? "python was started with -I or -E, which ignore PYTHONPATH and PYTHONMALLOC, so "
+                 "leakbound's module that marks --step-on steps was never imported; drop -I/-E, "
+                 "or import leakbound and call leakbound.step() in the script"
            : recording.at_clock
                ? "it marks no step of its own and was sampled at the job's steps; mark its "
                  "steps (leakbound_step, --step-on) or run it longer"

@@ -107,6 +107,7 @@ struct WatchRecording {
   bool device_expected = false;
   std::string device_absent_reason;
   std::uint64_t malformed_records = 0;
+  std::uint64_t sites_dropped = 0;  // allocations at call sites the site table had no room for
   // While receiving: DEVICE / COUNTER values waiting for their STEP, a PROBE
   // state in pieces.
   WatchSample pending;
