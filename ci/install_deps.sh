@@ -6,6 +6,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
           clang libclang-rt-14-dev   # clang + compiler-rt: the libFuzzer build (ci/fuzz.sh)
           python3-torch libtorch-dev  # real programs `leakbound watch` is tested on (label watch)
+          libdw-dev                   # symbolising call sites in `leakbound watch` reports (elfutils)
           heaptrack)                  # the overhead comparison (watch/bench, docs/watch.md)
 missing=()
 for p in "${packages[@]}"; do

@@ -118,8 +118,10 @@ case $case_name in
     expect_verdict unbounded-growth host.heap_bytes
     slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
     [ "$slope" = "24.0" ] || fail "host.heap_bytes slope $slope, want exactly 24.0 bytes/step"
+    # The call site by function and line (libdw; the test programs are built -g).
     site=$(report_field "w['attribution'][0]['op'] if w['attribution'] else ''")
-    [[ "$site" == watch_c_steps* ]] || fail "first call site '$site', want one in watch_c_steps"
+    line=$(grep -n 'kept\[step\] = malloc(24)' "$programs/c_steps.c" | cut -d: -f1)
+    [[ "$site" == "main at "*"c_steps.c:$line (watch_c_steps+0x"* ]] || fail "first call site '$site', want main at c_steps.c:$line"
     ;;
   c_recur_twice)
     # 1 KiB kept at steps 149 and 299 of 300: survivors from one aged block and none after it;
@@ -227,6 +229,23 @@ case $case_name in
     # connection and named; the parent's series is untouched by it.
     watch_expect 1 -- "$c_steps" fork 200
     expect_job "fork 1 of watch_c_steps" 2
+    ;;
+  cpp_map_leak)
+    # C++: a memo std::map keeps an entry a step; the map's nodes and the strings' buffers are
+    # allocated in the standard library (out of line, or inlined into the program): both are
+    # named by this program's line that inserts.
+    watch_expect 1 -- "$(dirname "$c_steps")/watch_cpp_steps" map-leak 300
+    expect_verdict unbounded-growth host.heap_bytes
+    line=$(grep -n "the leak's line" "$programs/cpp_steps.cc" | cut -d: -f1)
+    python3 -c "
+import json, sys
+ops = [a['op'] for a in json.load(open('$out/report.json'))['workloads'][0]['attribution']][:2]
+print(ops)
+sys.exit(0 if len(ops) == 2 and all(o.startswith('Remember at ') and 'cpp_steps.cc:$line ' in o for o in ops) else 1)" || fail "the growing call sites are not named by cpp_steps.cc:$line"
+    ;;
+  cpp_map_clean)
+    watch_expect 0 -- "$(dirname "$c_steps")/watch_cpp_steps" map-clean 300
+    expect_verdict PASS host.heap_bytes
     ;;
   hostile_own_new)
     # Replaces only operator new(size_t) / delete(void*): new[], delete[] and the sized deletes

@@ -128,6 +128,8 @@ static void Sample(leakbound_watch_counters *out) {
  * nearest exported symbol, but it scans a module's whole symbol table for each call: 67% of a
  * PyTorch run under watch went there (thousands of sites named once each, libtorch_cpu has
  * ~10^5 symbols), and libtorch's and python3's own functions are not exported anyway. */
+/* NAME text: "PATH+0xOFFSET" (the module's full path, for the watcher's symboliser: the main
+ * program's from /proc/self/exe), or "MODULE+0xOFFSET" when the path does not fit. */
 static void NameOf(uintptr_t pc, char *out) {
   const char *path = NULL;
   uintptr_t bias = 0;
@@ -150,10 +152,21 @@ static void NameOf(uintptr_t pc, char *out) {
     CopyText(out, "?");
     return;
   }
+  static char self[LEAKBOUND_WATCH_TEXT];
+  if (path == program_invocation_name) {
+    if (!self[0]) {
+      const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+      self[n > 0 ? n : 0] = 0;
+    }
+    if (self[0]) path = self;
+  }
   const char *module = strrchr(path, '/');
   module = module ? module + 1 : path;
   char text[LEAKBOUND_WATCH_TEXT];
-  snprintf(text, sizeof text, "%s+0x%lx", module[0] ? module : "?", (unsigned long)(pc - bias));
+  const int n = snprintf(text, sizeof text, "%s+0x%lx", path, (unsigned long)(pc - bias));
+  if (path[0] != '/' || n < 0 || n >= (int)sizeof text) {
+    snprintf(text, sizeof text, "%s+0x%lx", module[0] ? module : "?", (unsigned long)(pc - bias));
+  }
   CopyText(out, text);
 }
 
@@ -186,6 +199,20 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
     name.site_pc = pc;
     NameOf(pc, name.text);
     Send(&name);
+  }
+  if (LeakboundSiteFramesDue(site)) {
+    uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
+    const int n = LeakboundSiteFrames(site, frames, LEAKBOUND_WATCH_FRAMES);
+    for (int i = 0; i < n; ++i) {
+      leakbound_watch_record frame;
+      memset(&frame, 0, sizeof frame);
+      frame.kind = LEAKBOUND_WATCH_FRAME;
+      frame.site = site;
+      frame.seq = (uint64_t)i + 1;
+      frame.site_pc = frames[i];
+      NameOf(frames[i], frame.text);
+      Send(&frame);
+    }
   }
   leakbound_watch_site_entry *entry = &g_site_batch.entries[g_site_batch.count++];
   entry->site = site;
@@ -654,6 +681,7 @@ __attribute__((constructor(103))) static void StartWatch(void) {
   const char *socket_path = getenv(LEAKBOUND_WATCH_ENV_SOCKET);
   if (!socket_path || !*socket_path || strlen(socket_path) >= sizeof g_watcher.sun_path) return;
   leakbound_heap_exclude_begin();
+  if (g_leakbound_sites_on) LeakboundSitesWarmUp();
   g_watcher.sun_family = AF_UNIX;
   memcpy(g_watcher.sun_path, socket_path, strlen(socket_path) + 1);
   g_have_watcher = 1;

@@ -25,6 +25,14 @@ LB_HIDDEN void LeakboundSiteAdd(uint32_t site, int64_t bytes, int64_t allocation
  * marker serialises its callers. */
 typedef void (*LeakboundSiteVisitor)(uint32_t site, uintptr_t pc, int64_t bytes,
                                      int64_t allocations, int first_time, void* context);
+/* The callers of site's first allocation (return addresses, innermost first) into `out`, at
+ * most `most`; their number. 0 until the capture is complete, or when none could be taken. */
+LB_HIDDEN int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most);
+/* Whether site's survivors grew at LEAKBOUND_WATCH_FRAMES_AFTER visits and its frames are yet
+ * to be sent; marks them sent. Reporting side. */
+LB_HIDDEN int LeakboundSiteFramesDue(uint32_t site);
+/* Once, before any site is claimed: loads the unwinder (backtrace's first call allocates). */
+LB_HIDDEN void LeakboundSitesWarmUp(void);
 LB_HIDDEN void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context);
 LB_HIDDEN uint64_t LeakboundSitesDropped(void);
 /* In a forked child: every site is named and sent again on its own connection. */

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,5 +69,39 @@ std::string WhyNotObserved(std::uint64_t pid, const std::string &preload);
 std::map<std::uint64_t, std::uint64_t> JobProcesses();
 // Rss and Pss of pid in bytes (smaps_rollup); false when it cannot be read.
 bool ReadPrivateMemory(std::uint64_t pid, std::uint64_t &rss, std::uint64_t &pss);
+
+// One frame of a call site's stack as the symboliser reads it (symbolize.cc).
+struct SiteFrame {
+  std::string module_path;  // as the preload sent it ("" when it sent no path)
+  std::string where;        // "MODULE+0xOFFSET"
+  std::string function;     // demangled, "" when unknown
+  std::string file;         // the source file, "" without line tables
+  int line = 0;
+  // "FUNCTION at FILE:LINE (MODULE+0xOFFSET)", as much of it as is known.
+  std::string Display() const;
+  // Whether it is the user's code: not a system module (/usr/lib, the interpreter, Python
+  // packages, watch's own libraries), and not a system header.
+  bool User() const;
+};
+
+// Call sites for the report: "PATH+0xOFFSET" as the preload sends it, read with elfutils'
+// libdw (function names demangled, file:line where the module has line tables, and out of
+// inlined library code to the line that called it). Modules are read once, when first named.
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer &) = delete;
+  Symbolizer &operator=(const Symbolizer &) = delete;
+  const SiteFrame &Resolve(const std::string &site);
+  // The report's name for a call site: the innermost frame of the user's code among the site
+  // and its callers (innermost first) with the library function that allocates, else the site.
+  std::string Attribute(const std::string &site, const std::vector<std::string> &callers);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::map<std::string, SiteFrame> frames_;
+};
 
 }  // namespace leakbound::watch::detail

@@ -16,6 +16,7 @@
 #include "leakbound/reports/html.h"
 #include "leakbound/reports/json.h"
 #include "leakbound/reports/markdown.h"
+#include "internal.h"
 #include "leakbound/watch/watcher.h"
 
 namespace leakbound::watch {
@@ -23,6 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using harness::Judge;
+using harness::OutstandingRow;
+using harness::OutstandingSnapshot;
 using harness::PrintSummary;
 using harness::Trace;
 using harness::TraceCounter;
@@ -190,6 +193,7 @@ int RunWatch(const WatchOptions &options) {
   // summarised (a compiler, `sh -c`, a process that ended early). With none judged, the root's
   // trace carries the verdict (inconclusive, saying what it needs).
   std::vector<Subject> subjects;
+  detail::Symbolizer symbolizer;  // call sites named once, for every process
   std::map<std::string, int> names;
   for (size_t i = 0; i < job.images.size(); ++i) {
     const WatchImage &image = job.images[i];
@@ -203,6 +207,19 @@ int RunWatch(const WatchOptions &options) {
       own.command = {image.command_line.empty() ? image.comm : image.command_line};
     }
     subject.trace = BuildWatchTrace(image.recording, own);
+    // Each call site by the innermost line of the user's code among it and its callers.
+    std::map<std::string, const std::vector<std::string> *> callers;
+    for (const auto &[site, frames] : image.recording.site_frames) {
+      const auto name = image.recording.site_names.find(site);
+      if (name != image.recording.site_names.end()) callers[name->second] = &frames;
+    }
+    static const std::vector<std::string> kNone;
+    for (OutstandingSnapshot &snapshot : subject.trace.outstanding) {
+      for (OutstandingRow &row : snapshot.rows) {
+        const auto found = callers.find(row.op);
+        row.op = symbolizer.Attribute(row.op, found == callers.end() ? kNone : *found->second);
+      }
+    }
     subject.trace.subject.description +=
         "; pid " + std::to_string(image.pid) + ", parent " +
         std::to_string(image.recording.parent_pid) + ", " + subject.role +

@@ -87,6 +87,16 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
         recording.probe_piece.clear();
       }
       break;
+    case LEAKBOUND_WATCH_FRAME: {
+      std::vector<std::string> &frames = recording.site_frames[record.site];
+      if (record.seq >= 1 && record.seq <= LEAKBOUND_WATCH_FRAMES) {
+        if (frames.size() < record.seq) frames.resize(record.seq);
+        frames[record.seq - 1] = text;
+      } else {
+        ++recording.malformed_records;
+      }
+      break;
+    }
     case LEAKBOUND_WATCH_NAME:
       recording.site_names[record.site] = text;
       break;

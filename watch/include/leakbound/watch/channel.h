@@ -66,8 +66,16 @@ typedef enum leakbound_watch_kind {
    * run a child. */
   LEAKBOUND_WATCH_FORK = 12,
   /* What the process is in the job, for the report (text: "DataLoader worker 1", "rank 0"). */
-  LEAKBOUND_WATCH_ROLE = 13
+  LEAKBOUND_WATCH_ROLE = 13,
+  /* One caller of a call site (site: its id; seq: 1 for the site's caller, 2 for that one's,
+   * ...; text: "PATH+0xOFFSET" as NAME's): the stack of the first allocation made there, sent
+   * once, after the site's survivors grew at LEAKBOUND_WATCH_FRAMES_AFTER markers. */
+  LEAKBOUND_WATCH_FRAME = 14
 } leakbound_watch_kind;
+
+/* Callers kept per call site, and after how many markers with growth they are sent. */
+#define LEAKBOUND_WATCH_FRAMES 8
+#define LEAKBOUND_WATCH_FRAMES_AFTER 3
 
 /* HELLO's site: how the image began. */
 #define LEAKBOUND_WATCH_ORIGIN_EXEC 1 /* the preload started (the first image, or after exec) */

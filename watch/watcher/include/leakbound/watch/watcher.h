@@ -99,6 +99,8 @@ struct WatchRecording {
   std::vector<WatchSample> samples;
   std::vector<SiteUpdate> site_updates;
   std::map<std::uint32_t, std::string> site_names;
+  // FRAME records: a site's callers (innermost first), for the sites that kept growing.
+  std::map<std::uint32_t, std::vector<std::string>> site_frames;
   std::vector<std::string> notes;
   std::map<std::string, std::string> probe_states;  // PROBE records: "cupti" -> "active", ...
   // The device side: expected when the program looks like CUDA or with --cuda;
