@@ -26,6 +26,7 @@
 #include "leakbound/reports/diff.h"
 #include "leakbound/reports/html.h"
 #include "leakbound/reports/json.h"
+#include "leakbound/reports/junit.h"
 #include "leakbound/reports/markdown.h"
 #include "leakbound/runtime/errors.h"
 
@@ -395,15 +396,18 @@ int CmdCheck(const RunFlags& flags, const fs::path& baselines, const fs::path& o
   return !d.regression && met ? kOk : kFailed;
 }
 
-int CmdRender(const fs::path& input, bool html, bool markdown, const std::string& out) {
-  if (!html && !markdown && !out.empty()) {  // the format from --out's extension
+int CmdRender(const fs::path& input, bool html, bool markdown, bool junit,
+              const std::string& out) {
+  if (!html && !markdown && !junit && !out.empty()) {  // the format from --out's extension
     const std::string ext = fs::path(out).extension().string();
     html = ext == ".html" || ext == ".htm";
     markdown = ext == ".md";
+    junit = ext == ".xml";
   }
-  if (html == markdown) {
+  if (int(html) + int(markdown) + int(junit) != 1) {
     throw UsageError(
-        "pass exactly one of --html or --markdown (or an --out ending in .html or .md)");
+        "pass exactly one of --html, --markdown or --junit (or an --out ending in .html, .md "
+        "or .xml)");
   }
   if (fs::is_directory(input)) {
     throw UsageError(input.string() + " is a folder; pass the report file inside it, e.g. " +
@@ -411,11 +415,13 @@ int CmdRender(const fs::path& input, bool html, bool markdown, const std::string
   }
   if (!out.empty() && fs::is_directory(out)) {
     throw UsageError("--out " + out + " is a folder; name the file to write, e.g. " +
-                     (fs::path(out) / (html ? "report.html" : "report.md")).string());
+                     (fs::path(out) / (html ? "report.html" : junit ? "junit.xml" : "report.md"))
+                         .string());
   }
   const lb::reports::Report report = lb::reports::LoadReport(input);
-  const std::string text =
-      html ? lb::reports::RenderHtml(report) : lb::reports::RenderMarkdown(report);
+  const std::string text = html    ? lb::reports::RenderHtml(report)
+                           : junit ? lb::reports::RenderJunit(report)
+                                   : lb::reports::RenderMarkdown(report);
   if (out.empty()) {
     std::cout << text;
   } else {
@@ -542,16 +548,20 @@ int main(int argc, char** argv) {
   AddRunFlags(check, check_flags);
 
   std::string render_in, render_out;
-  bool as_html = false, as_md = false;
+  bool as_html = false, as_md = false, as_junit = false;
   // Listed for --help and the unknown-subcommand message; main() hands `watch` to WatchMain
   // before parsing, so this entry never parses anything itself.
   app.add_subcommand("watch",
                      "judge a program leakbound did not write: leakbound watch [options] -- CMD "
                      "[ARGS...] (see `leakbound watch --help`)");
-  auto* render = app.add_subcommand("render", "render a report.json as HTML or Markdown");
+  auto* render =
+      app.add_subcommand("render", "render a report.json as HTML, Markdown or JUnit XML");
   render->add_option("report", render_in, "report.json")->required();
   render->add_flag("--html", as_html, "self-contained HTML with SVG charts");
   render->add_flag("--markdown", as_md, "Markdown summary");
+  render->add_flag("--junit", as_junit,
+                   "JUnit XML for CI: a test case per workload, a failure per workload that did "
+                   "not meet its expectation (a watched program: a leak)");
   render->add_option("--out,-o", render_out, "output file (default: stdout)");
 
   std::string judge_in, judge_out;
@@ -584,7 +594,7 @@ int main(int argc, char** argv) {
       check_tol.compare_step_time = check_time->count() > 0;
       return CmdCheck(check_flags, baselines, check_out, check_tol, update);
     }
-    if (*render) return CmdRender(render_in, as_html, as_md, render_out);
+    if (*render) return CmdRender(render_in, as_html, as_md, as_junit, render_out);
     if (*judge) return CmdJudge(judge_in, judge_out);
   } catch (const UsageError& e) {
     std::cerr << "leakbound: " << e.what() << "\n";

@@ -3,6 +3,8 @@
 // watch/watcher (leakbound/watch/watcher.h). docs/watch.md.
 #include "leakbound/harness/watch_command.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string_view>
@@ -98,7 +100,11 @@ Parsed Parse(int argc, char **argv) {
                  "stop changing; if they never do, the first block)")
       ->capture_default_str();
   app.add_option("--name", o.name, "workload name in the report (default: the program's name)");
-  std::string out = "leakbound-watch";
+  std::string out = "leakbound-watch", junit;
+  app.add_option("--junit", junit,
+                 "also write JUnit XML to FILE: one test case per judged process, a leak is a "
+                 "failure with its rate and top call site (GITHUB_ACTIONS=true also prints "
+                 "::error annotations on the leaking line)");
   app.add_option("--out,-o", out, "report folder")->capture_default_str();
   app.add_flag("--keep-pymalloc", o.keep_pymalloc,
                "leave Python's small-object allocator on (by default watch sets "
@@ -162,6 +168,15 @@ Parsed Parse(int argc, char **argv) {
   }
   o.call_sites = !no_sites;
   o.out = out;
+  if (!junit.empty()) {
+    const fs::path parent = fs::absolute(junit).parent_path();
+    std::error_code ec;
+    if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0) {
+      throw WatchUsageError("--junit " + junit + ": the folder " + parent.string() +
+                            " does not exist or cannot be written");
+    }
+    o.junit = junit;
+  }
   if (o.name.empty()) o.name = fs::path(o.command.front()).filename().string();
   return parsed;
 }

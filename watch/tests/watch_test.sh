@@ -230,6 +230,33 @@ case $case_name in
     watch_expect 1 -- "$c_steps" fork 200
     expect_job "fork 1 of watch_c_steps" 2
     ;;
+  c_leak_ci)
+    # CI output: JUnit XML (a failure with the class, the rate and the line), the same from
+    # `leakbound render --junit`, and on GitHub Actions an ::error annotation on that line,
+    # relative to the workspace.
+    root=$(cd "$programs/../../.." && pwd)
+    line=$(grep -n 'kept\[step\] = malloc(24)' "$programs/c_steps.c" | cut -d: -f1)
+    GITHUB_ACTIONS=true GITHUB_WORKSPACE="$root" watch_expect 1 --junit "$out_root/$case_name.xml" -- "$c_steps" leak 200
+    python3 - "$out_root/$case_name.xml" "$line" <<'PY' || fail "JUnit XML"
+import sys, xml.etree.ElementTree as ET
+suite = ET.parse(sys.argv[1]).getroot().find("testsuite")
+cases = suite.findall("testcase")
+assert suite.get("tests") == "1" and suite.get("failures") == "1", suite.attrib
+failure = cases[0].find("failure")
+assert failure is not None and failure.get("type") == "unbounded-growth", ET.tostring(cases[0])
+message = failure.get("message")
+assert "+24 B/step" in message and "c_steps.c:%s " % sys.argv[2] in message, message
+PY
+    grep -q "^::error file=watch/tests/programs/c_steps.c,line=$line,title=leakbound%3A watch_c_steps unbounded-growth::unbounded-growth: host.heap_bytes +24 B/step" "$out_root/$case_name.stdout" || fail "no annotation on c_steps.c:$line"
+    "$leakbound" render --junit "$out/report.json" --out "$out_root/$case_name.rendered.xml" || fail "render --junit"
+    cmp -s "$out_root/$case_name.xml" "$out_root/$case_name.rendered.xml" || fail "render --junit differs from watch --junit"
+    # The clean twin: a passing test case, no annotation.
+    GITHUB_ACTIONS=true watch_expect 0 --junit "$out_root/$case_name.clean.xml" -- "$c_steps" clean 200
+    grep -q 'failures="0" errors="0"' "$out_root/$case_name.clean.xml" || fail "the clean twin is not a passing test case"
+    ! grep -q '^::error' "$out_root/$case_name.stdout" || fail "an annotation on the clean twin"
+    # A --junit folder that does not exist: a usage error before anything runs.
+    watch_expect 2 --junit /nonexistent/junit.xml -- "$c_steps" clean 200
+    ;;
   cpp_map_leak)
     # C++: a memo std::map keeps an entry a step; the map's nodes and the strings' buffers are
     # allocated in the standard library (out of line, or inlined into the program): both are

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -15,6 +16,7 @@
 #include "leakbound/reports/format.h"
 #include "leakbound/reports/html.h"
 #include "leakbound/reports/json.h"
+#include "leakbound/reports/junit.h"
 #include "leakbound/reports/markdown.h"
 #include "internal.h"
 #include "leakbound/watch/watcher.h"
@@ -298,7 +300,15 @@ int RunWatch(const WatchOptions &options) {
   reports::WriteReportAtomically(report, options.out / "report.json");
   reports::WriteFileAtomically(options.out / "report.md", reports::RenderMarkdown(report));
   reports::WriteFileAtomically(options.out / "report.html", reports::RenderHtml(report));
+  if (!options.junit.empty()) reports::WriteFileAtomically(options.junit, reports::RenderJunit(report));
   PrintSummary(report, std::cout);
+  // On GitHub Actions, an annotation on the line of each leak (docs/watch.md, "CI").
+  if (const char *actions = std::getenv("GITHUB_ACTIONS"); actions && std::string(actions) == "true") {
+    const char *workspace = std::getenv("GITHUB_WORKSPACE");
+    for (const std::string &line : reports::GithubAnnotations(report, workspace ? workspace : "")) {
+      std::cout << line << "\n";
+    }
+  }
 
   // The job's verdict: the worst of its judged processes, named.
   reports::VerdictClass verdict = reports::kInconclusive;

@@ -35,6 +35,7 @@ struct WatchOptions {
   int warmup_steps = -1;  // -1: detect
   std::string name;
   std::filesystem::path out;
+  std::filesystem::path junit;  // --junit: JUnit XML of the job's processes, or empty
   bool keep_pymalloc = false;
   bool call_sites = true;
   bool cuda = false;  // --cuda: expect a device side even if the program does
