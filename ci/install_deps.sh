@@ -6,7 +6,8 @@ packages=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
           clang libclang-rt-14-dev   # clang + compiler-rt: the libFuzzer build (ci/fuzz.sh)
           python3-torch libtorch-dev  # real programs `leakbound watch` is tested on (label watch)
-          libdw-dev                   # symbolising call sites in `leakbound watch` reports (elfutils)
+          libdw-dev zlib1g-dev        # call sites by function and line; gzip of the pprof profiles
+          golang-go                   # `go tool pprof`, which reads `watch --pprof` profiles (a test)
           heaptrack)                  # the overhead comparison (watch/bench, docs/watch.md)
 missing=()
 for p in "${packages[@]}"; do

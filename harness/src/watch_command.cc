@@ -100,7 +100,11 @@ Parsed Parse(int argc, char **argv) {
                  "stop changing; if they never do, the first block)")
       ->capture_default_str();
   app.add_option("--name", o.name, "workload name in the report (default: the program's name)");
-  std::string out = "leakbound-watch", junit;
+  std::string out = "leakbound-watch", junit, pprof;
+  app.add_option("--pprof", pprof,
+                 "also write DIR/first.pb.gz and last.pb.gz (call-site survivors at the first and "
+                 "last measured block, for `pprof -diff_base`) and DIR/growing.folded (what grew, "
+                 "as collapsed stacks); a folder per judged process when there are several");
   app.add_option("--junit", junit,
                  "also write JUnit XML to FILE: one test case per judged process, a leak is a "
                  "failure with its rate and top call site (GITHUB_ACTIONS=true also prints "
@@ -176,6 +180,15 @@ Parsed Parse(int argc, char **argv) {
                             " does not exist or cannot be written");
     }
     o.junit = junit;
+  }
+  if (!pprof.empty()) {
+    std::error_code ec;
+    fs::create_directories(pprof, ec);
+    if (ec || ::access(pprof.c_str(), W_OK) != 0) {
+      throw WatchUsageError("--pprof " + pprof + ": cannot make or write the folder" +
+                            (ec ? ": " + ec.message() : std::string()));
+    }
+    o.pprof = pprof;
   }
   if (o.name.empty()) o.name = fs::path(o.command.front()).filename().string();
   return parsed;

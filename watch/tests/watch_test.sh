@@ -257,6 +257,18 @@ PY
     # A --junit folder that does not exist: a usage error before anything runs.
     watch_expect 2 --junit /nonexistent/junit.xml -- "$c_steps" clean 200
     ;;
+  c_leak_pprof)
+    # --pprof: the survivors at the first and last measured block as pprof profiles, whose
+    # -diff_base puts the planted line first (go tool pprof, Debian golang-go), and what grew as
+    # collapsed stacks, the planted line innermost.
+    line=$(grep -n 'kept\[step\] = malloc(24)' "$programs/c_steps.c" | cut -d: -f1)
+    watch_expect 1 --pprof "$out/pprof" -- "$c_steps" leak 200
+    [ "$(wc -l <"$out/pprof/growing.folded")" = 1 ] || fail "growing.folded: $(cat "$out/pprof/growing.folded")"
+    grep -q ";main c_steps.c:$line 2304\$" "$out/pprof/growing.folded" || fail "growing.folded: $(cat "$out/pprof/growing.folded")"
+    command -v go >/dev/null || { echo "SKIP: no go (apt-get install golang-go) to read the profiles"; exit 77; }
+    top=$(cd "$out/pprof" && HOME="$out" go tool pprof -top -lines -diff_base first.pb.gz last.pb.gz 2>/dev/null | sed -n 4p)
+    [[ "$top" == *" main "*"c_steps.c:$line" ]] || fail "pprof -diff_base top line: '$top', want main c_steps.c:$line"
+    ;;
   cpp_map_leak)
     # C++: a memo std::map keeps an entry a step; the map's nodes and the strings' buffers are
     # allocated in the standard library (out of line, or inlined into the program): both are

@@ -104,4 +104,12 @@ class Symbolizer {
   std::map<std::string, SiteFrame> frames_;
 };
 
+// --pprof (pprof.cc): (file name, contents) of first.pb.gz and last.pb.gz (the call sites'
+// survivors at the trace's first and last measured block ends, gzipped profile.proto) and
+// growing.folded (collapsed stacks of what grew between them); empty when the trace has no
+// measured blocks.
+std::vector<std::pair<std::string, std::string>> Profiles(const WatchRecording &recording,
+                                                          const harness::Trace &trace,
+                                                          Symbolizer &symbolizer);
+
 }  // namespace leakbound::watch::detail

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -294,6 +295,31 @@ int RunWatch(const WatchOptions &options) {
     }
     report.workloads.push_back(std::move(result));
     traces.traces.push_back(s.trace);
+  }
+  // --pprof: each judged process's call sites (docs/watch.md, "Profiles"); a folder per process
+  // when more than one was judged.
+  if (!options.pprof.empty()) {
+    const size_t judged = report.workloads.size();
+    for (size_t k = 0; k < traces.traces.size(); ++k) {
+      const Subject *s = nullptr;
+      for (const Subject &candidate : subjects) {
+        if (candidate.trace.subject.name == traces.traces[k].subject.name) s = &candidate;
+      }
+      if (!s) continue;
+      fs::path dir = options.pprof;
+      if (judged > 1) {
+        std::string name = traces.traces[k].subject.name;
+        for (char &c : name) {
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+        }
+        dir /= name;
+      }
+      fs::create_directories(dir);
+      for (const auto &[file, contents] :
+           detail::Profiles(s->image->recording, traces.traces[k], symbolizer)) {
+        reports::WriteFileAtomically(dir / file, contents);
+      }
+    }
   }
   traces.meta = report.meta;
   WriteTraceFileAtomically(traces, options.out / "trace.json");

@@ -36,6 +36,7 @@ struct WatchOptions {
   std::string name;
   std::filesystem::path out;
   std::filesystem::path junit;  // --junit: JUnit XML of the job's processes, or empty
+  std::filesystem::path pprof;  // --pprof: profiles of the judged processes' call sites, or empty
   bool keep_pymalloc = false;
   bool call_sites = true;
   bool cuda = false;  // --cuda: expect a device side even if the program does
