@@ -174,6 +174,11 @@ std::string WorkloadsWith(const std::vector<DiffRow>& rows, bool unchecked_rows)
     }
     found->second.push_back(row.metric);
   }
+  // A workload whose verdict regressed (a new leak) is named before those whose figures only
+  // moved past a tolerance (a noisy step time), so that the first name is the one to look at.
+  std::stable_partition(workloads.begin(), workloads.end(), [](const auto& w) {
+    return std::find(w.second.begin(), w.second.end(), "verdict") != w.second.end();
+  });
   constexpr std::size_t kNamed = 6;
   std::string text;
   for (std::size_t i = 0; i < workloads.size() && i < kNamed; ++i) {

@@ -225,6 +225,24 @@ TEST(ReportDiffTest, VerdictFlipFromPass_IsARegression) {
   EXPECT_EQ(row.reason, "met its expectation (PASS) before, misses it now");
 }
 
+TEST(ReportDiffTest, FirstLine_NamesANewLeakBeforeAStepTimeThatMoved) {
+  // mlp_sgd comes first in the report and only got slower; trap_param_reuse now leaks: the
+  // first line names the leak first, whatever the order of the workloads.
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->step_time_ns *= 2;
+  WorkloadResult& leaking = *Find(fresh, "trap_param_reuse");
+  leaking.verdict = kUnboundedGrowth;
+  leaking.met_expectation = false;
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_EQ(result.regressions, 2);
+  EXPECT_EQ(result.markdown.rfind("**REGRESSION**: 2 regressions in trap_param_reuse (verdict), "
+                                  "mlp_sgd (step time), 0 improvements",
+                                  0),
+            0u)
+      << result.markdown;
+}
+
 TEST(ReportDiffTest, PassToOtherClassWithoutMetChange_IsStillARegression) {
   // A zoo entry that was missed (PASS) and is now misclassified: both unmet, still PASS -> other.
   const Report base = testing::MakeSampleReport();
