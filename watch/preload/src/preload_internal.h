@@ -25,11 +25,12 @@ LB_HIDDEN void LeakboundSiteAdd(uint32_t site, int64_t bytes, int64_t allocation
  * marker serialises its callers. */
 typedef void (*LeakboundSiteVisitor)(uint32_t site, uintptr_t pc, int64_t bytes,
                                      int64_t allocations, int first_time, void* context);
-/* The callers of site's first allocation (return addresses, innermost first) into `out`, at
- * most `most`; their number. 0 until the capture is complete, or when none could be taken. */
+/* The callers of an allocation at site (return addresses, innermost first) into `out`, at most
+ * `most`; their number. 0 until they were taken, or when none could be. */
 LB_HIDDEN int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most);
-/* Whether site's survivors grew at LEAKBOUND_WATCH_FRAMES_AFTER visits and its frames are yet
- * to be sent; marks them sent. Reporting side. */
+/* Whether site's callers are to be sent now: once its survivors grew at
+ * LEAKBOUND_WATCH_FRAMES_AFTER visits it asks for them (the next allocation there takes them),
+ * and once they are taken it says 1, once. Reporting side. */
 LB_HIDDEN int LeakboundSiteFramesDue(uint32_t site);
 /* Once, before any site is claimed: loads the unwinder (backtrace's first call allocates). */
 LB_HIDDEN void LeakboundSitesWarmUp(void);
