@@ -66,6 +66,23 @@ if bad or len(report["workloads"]) < least or (leaking != "-" and not named):
 PY
 }
 
+# expect_top_line WORKLOAD PROGRAM TEXT...: the first row of WORKLOAD's attribution ("-": the
+# first workload; else the one whose name ends so) names PROGRAM:LINE, LINE a line holding one of
+# the TEXTs: the line of the user's code that allocates what leaks.
+expect_top_line() {
+  python3 - "$out/report.json" "$@" <<'PY' || fail "the first growing row does not name the leaking line: see above"
+import json, os, sys
+report, which, program, texts = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4:]
+lines = [n for n, text in enumerate(open(program), 1) if any(t in text for t in texts)]
+w = [w for w in report["workloads"] if which == "-" or w["name"].endswith(which)][0]
+top = w["attribution"][0]["op"] if w["attribution"] else ""
+print("  first row of %s: %s" % (w["name"], top))
+want = ["%s:%d" % (os.path.basename(program), n) for n in lines]
+if not any(x + " " in top or x + ")" in top or top.endswith(x) for x in want):
+    sys.exit("want one of %s" % want)
+PY
+}
+
 # expect_job_bounded_below RATE: every workload PASSes or grows by less than RATE B/step (torch's
 # slow-turnover caches in DataLoader workers, see the torch_tree_loader_clean case).
 expect_job_bounded_below() {
@@ -475,7 +492,7 @@ import os, socket, struct, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(sys.argv[1])
 def record(kind, seq, heap):
-    head = struct.pack("<IHHIIQQ", 0x3157424c, 6, kind, os.getpid(), 0, seq, 1 + seq)
+    head = struct.pack("<IHHIIQQ", 0x3157424c, 7, kind, os.getpid(), 0, seq, 1 + seq)
     counters = struct.pack("<7Q", heap, 1, heap, seq, 0, 0, 0)
     return (head + counters + bytes(24) + b"active" + bytes(192 - 6) + bytes(80))
 assert len(record(1, 0, 0)) == 384
@@ -500,6 +517,7 @@ PY
     need_torch
     TREE_STEPS=3000 watch_expect 1 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" loader-leak
     expect_job "DataLoader worker 1" 3
+    expect_top_line "DataLoader worker 1" "$programs/torch_tree.py" "self.kept.append(bytearray(4096))"
     ;;
   torch_tree_loader_clean)
     # 6,000 steps. Each worker's torch.multiprocessing.reductions.shared_cache keeps up to 128
@@ -529,6 +547,8 @@ sys.exit('no PSS rise reported for %s' % missing if missing or len(w) != 2 else 
     need_torch
     TREE_STEPS=300 watch_expect 1 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" spawn-leak $((20000 + RANDOM % 20000))
     expect_job "rank 1" 2
+    # What the kept graphs hold: the forward's tensors and the backward's.
+    expect_top_line "rank 1" "$programs/torch_tree.py" "loss = model(torch.randn(8, 16))" "loss.backward()"
     ;;
   torch_tree_spawn_clean)
     need_torch
@@ -540,6 +560,7 @@ sys.exit('no PSS rise reported for %s' % missing if missing or len(w) != 2 else 
     need_torch
     TREE_STEPS=300 watch_expect 1 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" launch-leak $((20000 + RANDOM % 20000))
     expect_job "rank 1" 2
+    expect_top_line "rank 1" "$programs/torch_tree.py" "loss = model(torch.randn(8, 16))" "loss.backward()"
     ;;
   torch_tree_launch_clean)
     need_torch
@@ -593,11 +614,25 @@ assert n == 100, '%d samples, want the 100 steps' % n
 assert 'the timer stopped at its first step' in t['subject']['description'], t['subject']['description']" || fail "timer and step samples mixed"
     ;;
   torch_clean_step_on) torch_case 0 PASS clean step_on --step-on torch.optim.Optimizer.step ;;
-  torch_sum_loss_step_on) torch_case 1 unbounded-growth sum_loss step_on --step-on torch.optim.Optimizer.step ;;
+  torch_sum_loss_step_on)
+    # running = running + loss keeps every step's graph: the forward's tensors and the loss's.
+    torch_case 1 unbounded-growth sum_loss step_on --step-on torch.optim.Optimizer.step
+    expect_top_line - "$programs/torch_mlp.py" "output = model(data)" "loss = ((output - target)"
+    ;;
   torch_clean_call) torch_case 0 PASS clean call ;;
-  torch_keep_outputs_call) torch_case 1 unbounded-growth keep_outputs call ;;
+  torch_keep_outputs_call)
+    torch_case 1 unbounded-growth keep_outputs call
+    expect_top_line - "$programs/torch_mlp.py" "output = model(data)"
+    ;;
   torch_clean_with) torch_case 0 PASS clean with ;;
-  torch_hook_per_step_with) torch_case 1 unbounded-growth hook_per_step with ;;
+  torch_python_lines_off)
+    # LEAKBOUND_PYTHON_LINES=0: no tracer; the leak is still caught, its sites named natively.
+    LEAKBOUND_PYTHON_LINES=0 torch_case 1 unbounded-growth keep_outputs call
+    report_field "w['attribution'][0]['op']" | grep -q "(Python:" && fail "a Python line with LEAKBOUND_PYTHON_LINES=0"
+    ;;
+  torch_hook_per_step_with)
+    torch_case 1 unbounded-growth hook_per_step with
+    ;;
   torch_step_on_unresolved)
     need_torch
     watch_expect 4 --step-on torch.optim.NoSuchOptimizer.step -- "$python" "$programs/torch_mlp.py" clean step_on 20

@@ -26,22 +26,22 @@ static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
     /* An excluded thread's allocation (the marker's) claims no site. */
     uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
     if (LeakboundHeapOnAllocAt(block, size, site) && site) {
-      LeakboundSiteAdd(site, (int64_t)size, 1);
+      LeakboundSiteAlloc(site, block, (int64_t)size);
     }
   }
   LeakboundJobClockCheck(); /* after the record: a sample here sees this block */
 }
 
-static inline void Forgotten(LeakboundHeapTaken taken) {
+static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
-  if (taken.site) LeakboundSiteAdd(taken.site, -(int64_t)taken.size, -1);
+  if (taken.site) LeakboundSiteFree(taken.site, block, (int64_t)taken.size);
   LeakboundHeapForgetTaken(taken);
 }
 
 static inline void Uncounted(void* block) {
   if (g_leakbound_sites_on) {
     LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
-    if (taken.found && taken.site) LeakboundSiteAdd(taken.site, -(int64_t)taken.size, -1);
+    if (taken.found && taken.site) LeakboundSiteFree(taken.site, block, (int64_t)taken.size);
   } else {
     LeakboundHeapOnFree(block);
   }
@@ -63,7 +63,7 @@ static void* ReallocAt(void* block, size_t size, uintptr_t pc) {
     LeakboundHeapPutBack(block, taken);
     return NULL;
   }
-  Forgotten(taken);
+  Forgotten(block, taken);
   if (moved) Counted(moved, size, pc);
   return moved;
 }

@@ -214,6 +214,19 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
       Send(&frame);
     }
   }
+  LeakboundSitePython python;
+  if (LeakboundSitePythonDue(site, &python)) {
+    leakbound_watch_record line;
+    memset(&line, 0, sizeof line);
+    line.kind = LEAKBOUND_WATCH_PYTHON;
+    line.site = site;
+    line.site_pc = pc;
+    snprintf(line.text, sizeof line.text, "%s", python.where);
+    line.values[0] = (uint64_t)python.live_here;
+    line.values[1] = (uint64_t)python.live;
+    line.values[2] = (uint64_t)python.taken;
+    Send(&line);
+  }
   leakbound_watch_site_entry *entry = &g_site_batch.entries[g_site_batch.count++];
   entry->site = site;
   entry->reserved = 0;

@@ -18,7 +18,10 @@ extern LB_HIDDEN int g_leakbound_sites_on;
 /* Site id (1-based, fits the core's 24-bit slot) of an allocation made from pc; 0 when the
  * table is full (the allocation is still counted, only not attributed). Lock-free. */
 LB_HIDDEN uint32_t LeakboundSiteFor(uintptr_t pc);
-LB_HIDDEN void LeakboundSiteAdd(uint32_t site, int64_t bytes, int64_t allocations);
+/* A block of `bytes` allocated at / freed from site (the hooks, after the core's record): adds
+ * to the site's survivors and, at a site the marker asked about, takes callers and samples. */
+LB_HIDDEN void LeakboundSiteAlloc(uint32_t site, void* block, int64_t bytes);
+LB_HIDDEN void LeakboundSiteFree(uint32_t site, void* block, int64_t bytes);
 
 /* Reporting side (the marker, never a hook): visits every site whose survivors changed since
  * the previous visit; first_time is 1 the first time a site is visited. Not thread-safe: the
@@ -32,6 +35,18 @@ LB_HIDDEN int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most);
  * LEAKBOUND_WATCH_FRAMES_AFTER visits it asks for them (the next allocation there takes them),
  * and once they are taken it says 1, once. Reporting side. */
 LB_HIDDEN int LeakboundSiteFramesDue(uint32_t site);
+/* What a site's samples say, once they had time to die: the Python line most of the live
+ * samples were allocated under (NULL: none carried one), how many live samples came from it,
+ * how many are live, how many were taken. */
+typedef struct LeakboundSitePython {
+  const char* where;
+  int live_here;
+  int live;
+  int taken;
+} LeakboundSitePython;
+/* 1, once, when a site's samples are read and some live ones carry a Python line. Reporting
+ * side. */
+LB_HIDDEN int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out);
 /* Once, before any site is claimed: loads the unwinder (backtrace's first call allocates). */
 LB_HIDDEN void LeakboundSitesWarmUp(void);
 LB_HIDDEN void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context);

@@ -4,8 +4,11 @@
  * the marker reads the table at step ends and reports only what changed. For the sites whose
  * survivors keep growing (at LEAKBOUND_WATCH_FRAMES_AFTER markers) the marker asks for their
  * callers; the next allocation there takes them (backtrace, once per such site: never per
- * allocation, and not for the thousands of sites a program's start-up claims) and the marker
- * sends them. */
+ * allocation, and not for the thousands of sites a program's start-up claims) and the next
+ * LEAKBOUND_WATCH_SAMPLES allocations there are kept as samples: the block and the Python line
+ * running at the time (leakbound_python_where). A free of a sampled block marks it dead, so the
+ * marker can say which line the samples that survive came from: the line whose blocks stay,
+ * not the one that happened to allocate first. */
 #include <execinfo.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -18,7 +21,9 @@ enum {
   kSiteProbe = 64,
 };
 
-enum { kFramesNone, kFramesWanted, kFramesTaking, kFramesTaken };
+/* A site's callers and samples: asked by the marker, the callers taken by the next allocation,
+ * then samples until LEAKBOUND_WATCH_SAMPLES were kept. */
+enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled };
 
 /* What the hooks touch, 32 bytes a site (the probe walks these); the rest is in SiteCold. */
 typedef struct Site {
@@ -31,10 +36,15 @@ typedef struct Site {
 /* The callers once taken, and the reporting side's books. */
 typedef struct SiteCold {
   uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
-  int frame_count; /* written before frames_state becomes kFramesTaken */
+  int frame_count; /* written before frames_state becomes kSampling */
   int named;
   int grew; /* visits at which its survivors grew */
   int frames_sent;
+  int python_sent;
+  int visits_sampling; /* visits since the callers were taken */
+  _Atomic int samples_claimed;
+  void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
+  const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
   int64_t sent_bytes;
   int64_t sent_allocations;
 } SiteCold;
@@ -45,6 +55,12 @@ static SiteCold g_cold[1 << kSiteBits];
 static _Atomic uint64_t g_sites_dropped;
 static __thread int t_unwinding; /* backtrace may allocate: no capture inside a capture */
 static _Atomic int g_unwinder_ready; /* sites claimed before the warm-up keep no callers */
+/* Python attribution (leakbound_python_*): the line the thread's Python code runs, set by the
+ * leakbound module's tracer while the marker wants samples. */
+static __thread const char* t_python_where;
+static _Atomic int g_python_tracer;   /* the module will trace: samples wait for its tracing */
+static _Atomic int g_python_tracing;  /* its tracer runs: samples carry the line */
+static _Atomic int g_sites_waiting;   /* sites asked for callers or samples, at the last visit */
 
 void LeakboundSitesWarmUp(void) {
   void* frames[2];
@@ -70,25 +86,49 @@ static void Capture(SiteCold* s, uintptr_t pc) {
   s->frame_count = at < n ? kept : 0;
 }
 
-/* The hook's side: take the callers if the marker asked and no other thread is taking them. */
-static inline void CaptureIfWanted(size_t slot, uintptr_t pc) {
+/* The hook's side, on a new block at a site the marker asked about: take the callers if no other
+ * thread is taking them, then keep the block as a sample while there is room. With a Python
+ * tracer present, nothing is taken until it traces (the line would be missing). */
+static void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
   Site* s = &g_sites[slot];
-  if (__builtin_expect(atomic_load_explicit(&s->frames_state, memory_order_relaxed) !=
-                           kFramesWanted, 1)) {
+  SiteCold* cold = &g_cold[slot];
+  if (t_unwinding) return;
+  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
+      !atomic_load_explicit(&g_python_tracing, memory_order_relaxed)) {
     return;
   }
-  int wanted = kFramesWanted;
-  if (t_unwinding || !atomic_load_explicit(&g_unwinder_ready, memory_order_relaxed) ||
-      !atomic_compare_exchange_strong(&s->frames_state, &wanted, kFramesTaking)) {
-    return;
+  if (state == kFramesWanted) {
+    int wanted = kFramesWanted;
+    if (!atomic_load_explicit(&g_unwinder_ready, memory_order_relaxed) ||
+        !atomic_compare_exchange_strong(&s->frames_state, &wanted, kFramesTaking)) {
+      return;
+    }
+    Capture(cold, pc);
+    atomic_store_explicit(&s->frames_state, kSampling, memory_order_release);
   }
-  Capture(&g_cold[slot], pc);
-  atomic_store_explicit(&s->frames_state, kFramesTaken, memory_order_release);
+  const int at = atomic_fetch_add_explicit(&cold->samples_claimed, 1, memory_order_relaxed);
+  if (at >= LEAKBOUND_WATCH_SAMPLES) return;
+  cold->sample_where[at] = t_python_where;
+  atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
+  if (at == LEAKBOUND_WATCH_SAMPLES - 1) {
+    atomic_store_explicit(&s->frames_state, kSampled, memory_order_release);
+  }
+}
+
+static void SampleFreed(size_t slot, void* block) {
+  SiteCold* cold = &g_cold[slot];
+  for (int i = 0; i < LEAKBOUND_WATCH_SAMPLES; ++i) {
+    void* expected = block;
+    if (atomic_load_explicit(&cold->sample_block[i], memory_order_relaxed) == block &&
+        atomic_compare_exchange_strong(&cold->sample_block[i], &expected, NULL)) {
+      return;
+    }
+  }
 }
 
 int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most) {
   if (site == 0 || site > (1u << kSiteBits)) return 0;
-  if (atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire) != kFramesTaken) {
+  if (atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire) < kSampling) {
     return 0;
   }
   const SiteCold* s = &g_cold[site - 1];
@@ -105,9 +145,46 @@ int LeakboundSiteFramesDue(uint32_t site) {
   if (s->frames_sent || s->grew < LEAKBOUND_WATCH_FRAMES_AFTER) return 0;
   int none = kFramesNone;
   atomic_compare_exchange_strong(state, &none, kFramesWanted); /* ask once */
-  if (atomic_load_explicit(state, memory_order_acquire) != kFramesTaken) return 0;
+  if (atomic_load_explicit(state, memory_order_acquire) < kSampling) return 0;
   s->frames_sent = 1;
   return 1;
+}
+
+int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out) {
+  if (site == 0 || site > (1u << kSiteBits)) return 0;
+  SiteCold* s = &g_cold[site - 1];
+  const int state = atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire);
+  if (s->python_sent || state < kSampling) return 0;
+  /* Samples are read once their blocks had a step to die in: two visits after the last one was
+   * kept, or LEAKBOUND_WATCH_SAMPLE_VISITS visits after the first (a site that allocates rarely). */
+  ++s->visits_sampling;
+  if (!(state == kSampled && s->visits_sampling >= 2) &&
+      s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) {
+    return 0;
+  }
+  int taken = atomic_load_explicit(&s->samples_claimed, memory_order_relaxed);
+  if (taken > LEAKBOUND_WATCH_SAMPLES) taken = LEAKBOUND_WATCH_SAMPLES;
+  memset(out, 0, sizeof *out);
+  out->taken = taken;
+  for (int i = 0; i < taken; ++i) {
+    if (atomic_load_explicit(&s->sample_block[i], memory_order_acquire) == NULL) continue;
+    ++out->live;
+    const char* where = s->sample_where[i];
+    if (where == NULL) continue;
+    int here = 0;
+    for (int j = 0; j < taken; ++j) {
+      if (s->sample_where[j] == where &&
+          atomic_load_explicit(&s->sample_block[j], memory_order_relaxed) != NULL) {
+        ++here;
+      }
+    }
+    if (here > out->live_here) {
+      out->live_here = here;
+      out->where = where;
+    }
+  }
+  s->python_sent = 1;
+  return out->where != NULL;
 }
 
 uint32_t LeakboundSiteFor(uintptr_t pc) {
@@ -115,10 +192,7 @@ uint32_t LeakboundSiteFor(uintptr_t pc) {
   size_t slot = (size_t)(hash >> (64 - kSiteBits));
   for (int probe = 0; probe < kSiteProbe; ++probe, slot = (slot + 1) & ((1u << kSiteBits) - 1)) {
     uintptr_t seen = atomic_load_explicit(&g_sites[slot].pc, memory_order_relaxed);
-    if (seen == pc) {
-      CaptureIfWanted(slot, pc);
-      return (uint32_t)slot + 1;
-    }
+    if (seen == pc) return (uint32_t)slot + 1;
     if (seen == 0 && atomic_compare_exchange_strong_explicit(&g_sites[slot].pc, &seen, pc,
                                                              memory_order_relaxed,
                                                              memory_order_relaxed)) {
@@ -130,14 +204,30 @@ uint32_t LeakboundSiteFor(uintptr_t pc) {
   return 0;
 }
 
-void LeakboundSiteAdd(uint32_t site, int64_t bytes, int64_t allocations) {
+void LeakboundSiteAlloc(uint32_t site, void* block, int64_t bytes) {
   if (site == 0 || site > (1u << kSiteBits)) return;
   Site* s = &g_sites[site - 1];
   atomic_fetch_add_explicit(&s->bytes, bytes, memory_order_relaxed);
-  atomic_fetch_add_explicit(&s->allocations, allocations, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
+  const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
+  if (__builtin_expect(state == kFramesWanted || state == kSampling, 0)) {
+    SampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), block, state);
+  }
+}
+
+void LeakboundSiteFree(uint32_t site, void* block, int64_t bytes) {
+  if (site == 0 || site > (1u << kSiteBits)) return;
+  Site* s = &g_sites[site - 1];
+  atomic_fetch_sub_explicit(&s->bytes, bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&s->allocations, 1, memory_order_relaxed);
+  if (__builtin_expect(atomic_load_explicit(&s->frames_state, memory_order_relaxed) >= kSampling,
+                       0)) {
+    SampleFreed(site - 1, block);
+  }
 }
 
 void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
+  int waiting = 0;
   for (uint32_t i = 0; i < (1u << kSiteBits); ++i) {
     Site* hot = &g_sites[i];
     SiteCold* s = &g_cold[i];
@@ -145,13 +235,17 @@ void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
     if (pc == 0) continue;
     int64_t bytes = atomic_load_explicit(&hot->bytes, memory_order_relaxed);
     int64_t allocations = atomic_load_explicit(&hot->allocations, memory_order_relaxed);
-    if (s->named && bytes == s->sent_bytes && allocations == s->sent_allocations) continue;
-    if (s->named && bytes > s->sent_bytes) ++s->grew;
-    visit(i + 1, pc, bytes, allocations, !s->named, context);
-    s->named = 1;
-    s->sent_bytes = bytes;
-    s->sent_allocations = allocations;
+    if (!s->named || bytes != s->sent_bytes || allocations != s->sent_allocations) {
+      if (s->named && bytes > s->sent_bytes) ++s->grew;
+      visit(i + 1, pc, bytes, allocations, !s->named, context);
+      s->named = 1;
+      s->sent_bytes = bytes;
+      s->sent_allocations = allocations;
+    }
+    const int state = atomic_load_explicit(&hot->frames_state, memory_order_relaxed);
+    waiting += state == kFramesWanted || state == kSampling; /* after the visit: it may ask */
   }
+  atomic_store_explicit(&g_sites_waiting, waiting, memory_order_relaxed);
 }
 
 uint64_t LeakboundSitesDropped(void) { return atomic_load(&g_sites_dropped); }
@@ -163,5 +257,23 @@ void LeakboundSitesForget(void) {
     g_cold[i].sent_allocations = 0;
     g_cold[i].grew = 0;
     g_cold[i].frames_sent = 0;
+    g_cold[i].python_sent = 0;
+    g_cold[i].visits_sampling = 0;
   }
 }
+
+/* The leakbound module's side (watch/python/leakbound): it says whether its tracer runs (1),
+ * will run when sites wait (0: samples wait for it) or never again (-1: samples are taken
+ * without a line), asks how many sites wait for samples (the count at the last marker), and
+ * sets the thread's line ("FILE:LINE in FUNCTION", a buffer it keeps alive; NULL: none). */
+LB_EXPORT void leakbound_python_tracer(int mode) {
+  atomic_store(&g_python_tracer, mode >= 0);
+  atomic_store(&g_python_tracing, mode > 0);
+  if (mode <= 0) t_python_where = NULL;
+}
+
+LB_EXPORT int leakbound_python_sites_waiting(void) {
+  return atomic_load_explicit(&g_sites_waiting, memory_order_relaxed);
+}
+
+LB_EXPORT void leakbound_python_where(const char* where) { t_python_where = where; }

@@ -76,7 +76,25 @@ def _resolve():
         return None, None, None, None, None, None
 
 
+def _resolve_lines():
+    try:
+        process = _ctypes.CDLL(None)
+        tracer = process.leakbound_python_tracer
+        tracer.restype = None
+        tracer.argtypes = [_ctypes.c_int]
+        waiting = process.leakbound_python_sites_waiting
+        waiting.restype = _ctypes.c_int
+        waiting.argtypes = []
+        where = process.leakbound_python_where
+        where.restype = None
+        where.argtypes = [_ctypes.c_char_p]
+        return tracer, waiting, where
+    except (OSError, AttributeError):
+        return None, None, None
+
+
 _marker, _note, _watching, _note_counter, _census_due, _role = _resolve()
+_py_tracer, _py_waiting, _py_where = _resolve_lines()
 _torch_cuda = None  # None: not checked yet; False: no torch with CUDA; else torch.cuda
 
 
@@ -160,6 +178,96 @@ def _collect():
             _gc.freeze()
 
 
+# Python lines (docs/watch.md, "Python lines"): once the marker has asked for samples of a call
+# site that keeps growing, the next steps run traced (sys.settrace, the program's own frames
+# only) so that each sampled block carries the line of the program that was running; at most
+# _LINES_BUDGET steps per process, then no more tracing. LEAKBOUND_PYTHON_LINES=0: never.
+_LINES_BUDGET = 16
+_lines_left = _LINES_BUDGET if _os.environ.get("LEAKBOUND_PYTHON_LINES", "1") != "0" else 0
+_lines_state = None  # None: not registered yet; "idle", "tracing", "done"
+_line_texts = {}  # (code, line) -> b"FILE:LINE in FUNCTION", kept alive: the preload holds them
+_user_files = {}  # co_filename -> whether it is the program's own code
+_here = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+_stdlib = _os.path.dirname(_os.path.abspath(_os.__file__))
+_not_user = tuple(p + _os.sep for p in (_here, _stdlib))
+
+
+def _is_user(code):
+    filename = code.co_filename
+    user = _user_files.get(filename)
+    if user is None:
+        user = not (filename.startswith(_not_user) or "/site-packages/" in filename or
+                    "/dist-packages/" in filename or filename.startswith("<frozen"))
+        _user_files[filename] = user
+    return user
+
+
+def _line_of(frame):
+    """The innermost frame of the program's own code at or above `frame`, as the preload keeps it."""
+    while frame is not None and not _is_user(frame.f_code):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    key = (frame.f_code, frame.f_lineno)
+    text = _line_texts.get(key)
+    if text is None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<"):
+            filename = _os.path.abspath(filename)
+        text = ("%s:%d in %s" % (filename, frame.f_lineno, frame.f_code.co_name)).encode(
+            "utf-8", "backslashreplace")[:180].decode("utf-8", "ignore").encode("utf-8")
+        _line_texts[key] = text
+    return text
+
+
+def _local_trace(frame, event, arg):
+    if _lines_state != "tracing":
+        return None
+    if event == "line":
+        _py_where(_line_of(frame))
+    elif event == "return":
+        _py_where(_line_of(frame.f_back))
+    return _local_trace
+
+
+def _global_trace(frame, event, arg):
+    if _lines_state != "tracing" or not _is_user(frame.f_code):
+        return None
+    _py_where(_line_of(frame))
+    return _local_trace
+
+
+def _lines_after_mark():
+    """After a marker: trace the next step while sites wait for samples, within the budget."""
+    global _lines_state, _lines_left
+    if _lines_state is None:
+        # Registered at the first step, so that samples wait for the tracer from the start; a
+        # program that traces itself (a debugger, coverage) is left alone.
+        _lines_state = "idle" if _lines_left > 0 and _sys.gettrace() is None else "done"
+        _py_tracer(0 if _lines_state == "idle" else -1)
+        return
+    if _lines_state == "done":
+        return
+    waiting = _py_waiting() > 0
+    if _lines_state == "tracing":
+        _lines_left -= 1
+        if not waiting or _lines_left <= 0 or _sys.gettrace() is not _global_trace:
+            _sys.settrace(None) if _sys.gettrace() is _global_trace else None
+            _lines_state = "idle" if _lines_left > 0 else "done"
+            _py_tracer(0 if _lines_state == "idle" else -1)
+        return
+    if waiting and _sys.gettrace() is None:
+        _lines_state = "tracing"
+        _sys.settrace(_global_trace)
+        frame = _sys._getframe(1)
+        while frame is not None:
+            if _is_user(frame.f_code):
+                frame.f_trace = _local_trace
+            frame = frame.f_back
+        _py_where(_line_of(_sys._getframe(1)))
+        _py_tracer(1)
+
+
 def mark():
     """Marks the end of one step now."""
     global _marks
@@ -172,6 +280,8 @@ def mark():
             _collect()
         _framework_counters()
         _marker()
+        if _py_tracer is not None and _threading.current_thread() is _threading.main_thread():
+            _lines_after_mark()
 
 
 def note(text):

@@ -71,6 +71,9 @@ std::map<std::uint64_t, std::uint64_t> JobProcesses();
 bool ReadPrivateMemory(std::uint64_t pid, std::uint64_t &rss, std::uint64_t &pss);
 
 // One frame of a call site's stack as the symboliser reads it (symbolize.cc).
+// A frame that is a Python line, not an address: kPythonFrame + "FILE:LINE in FUNCTION".
+inline constexpr const char *kPythonFrame = "python:";
+
 struct SiteFrame {
   std::string module_path;  // as the preload sent it ("" when it sent no path)
   std::string where;        // "MODULE+0xOFFSET"
@@ -95,8 +98,11 @@ class Symbolizer {
   Symbolizer &operator=(const Symbolizer &) = delete;
   const SiteFrame &Resolve(const std::string &site);
   // The report's name for a call site: the innermost frame of the user's code among the site
-  // and its callers (innermost first) with the library function that allocates, else the site.
-  std::string Attribute(const std::string &site, const std::vector<std::string> &callers);
+  // and its callers (innermost first) with the library function that allocates; else the
+  // Python line its surviving samples came from (`python`, may be null), with that function;
+  // else the site.
+  std::string Attribute(const std::string &site, const std::vector<std::string> &callers,
+                        const WatchRecording::PythonLine *python = nullptr);
 
  private:
   struct Impl;

@@ -216,11 +216,18 @@ int RunWatch(const WatchOptions &options) {
       const auto name = image.recording.site_names.find(site);
       if (name != image.recording.site_names.end()) callers[name->second] = &frames;
     }
+    std::map<std::string, const WatchRecording::PythonLine *> python;
+    for (const auto &[site, line] : image.recording.site_python) {
+      const auto name = image.recording.site_names.find(site);
+      if (name != image.recording.site_names.end()) python[name->second] = &line;
+    }
     static const std::vector<std::string> kNone;
     for (OutstandingSnapshot &snapshot : subject.trace.outstanding) {
       for (OutstandingRow &row : snapshot.rows) {
         const auto found = callers.find(row.op);
-        row.op = symbolizer.Attribute(row.op, found == callers.end() ? kNone : *found->second);
+        const auto line = python.find(row.op);
+        row.op = symbolizer.Attribute(row.op, found == callers.end() ? kNone : *found->second,
+                                      line == python.end() ? nullptr : line->second);
       }
     }
     subject.trace.subject.description +=

@@ -63,7 +63,8 @@ std::map<std::uint32_t, SiteAt> SitesAt(const WatchRecording &recording, int end
   return at;
 }
 
-// A site's stack, innermost first: the site, then the callers of its first allocation.
+// A site's stack, innermost first: the site, then the callers of its first allocation, then the
+// Python line of its surviving samples.
 std::vector<std::string> StackOf(const WatchRecording &recording, std::uint32_t site) {
   std::vector<std::string> stack;
   const auto name = recording.site_names.find(site);
@@ -73,6 +74,10 @@ std::vector<std::string> StackOf(const WatchRecording &recording, std::uint32_t 
     for (const std::string &f : frames->second) {
       if (!f.empty()) stack.push_back(f);
     }
+  }
+  // The Python line its surviving samples came from, outermost: the user's code that ran it.
+  if (const auto line = recording.site_python.find(site); line != recording.site_python.end()) {
+    stack.push_back(kPythonFrame + line->second.where);
   }
   return stack;
 }

@@ -97,6 +97,15 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       }
       break;
     }
+    case LEAKBOUND_WATCH_PYTHON:
+      if (record.values[0] == 0 || record.values[0] > record.values[1] ||
+          record.values[1] > record.values[2] || record.values[2] > LEAKBOUND_WATCH_SAMPLES) {
+        ++recording.malformed_records;
+      } else {
+        recording.site_python[record.site] = {text, record.values[0], record.values[1],
+                                              record.values[2]};
+      }
+      break;
     case LEAKBOUND_WATCH_NAME:
       recording.site_names[record.site] = text;
       break;

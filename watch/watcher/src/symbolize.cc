@@ -7,6 +7,7 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -238,9 +239,32 @@ struct Symbolizer::Impl {
 Symbolizer::Symbolizer() : impl_(std::make_unique<Impl>()) {}
 Symbolizer::~Symbolizer() = default;
 
+namespace {
+
+// "FILE:LINE in FUNCTION", as the leakbound module writes a Python line.
+SiteFrame PythonFrame(const std::string &where) {
+  SiteFrame f;
+  f.where = "python";
+  const size_t in = where.rfind(" in ");
+  std::string file_line = where.substr(0, in);
+  if (in != std::string::npos) f.function = where.substr(in + 4);
+  const size_t colon = file_line.rfind(':');
+  if (colon != std::string::npos) {
+    f.line = std::atoi(file_line.c_str() + colon + 1);
+    file_line.resize(colon);
+  }
+  f.file = file_line;
+  return f;
+}
+
+}  // namespace
+
 const SiteFrame &Symbolizer::Resolve(const std::string &site) {
   const auto cached = frames_.find(site);
   if (cached != frames_.end()) return cached->second;
+  if (site.rfind(kPythonFrame, 0) == 0) {
+    return frames_[site] = PythonFrame(site.substr(std::strlen(kPythonFrame)));
+  }
   return frames_[site] = impl_->Resolve(site);
 }
 
@@ -266,14 +290,22 @@ bool SiteFrame::User() const {
   return file.empty() || !IsSystemSource(file);
 }
 
-std::string Symbolizer::Attribute(const std::string &site, const std::vector<std::string> &callers) {
+std::string Symbolizer::Attribute(const std::string &site, const std::vector<std::string> &callers,
+                                  const WatchRecording::PythonLine *python) {
   const SiteFrame &at = Resolve(site);
   if (at.User()) return at.Display();
+  const std::string allocating =
+      at.function.empty() ? at.where : Short(at.function) + " (" + at.where + ")";
   for (const std::string &caller : callers) {
     const SiteFrame &frame = Resolve(caller);
     if (!frame.User()) continue;
-    return frame.Display() + ", allocating in " +
-           (at.function.empty() ? at.where : Short(at.function) + " (" + at.where + ")");
+    return frame.Display() + ", allocating in " + allocating;
+  }
+  if (python != nullptr && !python->where.empty()) {
+    const SiteFrame &line = Resolve(kPythonFrame + python->where);
+    return (line.function.empty() ? "" : line.function + " at ") + Shown(line.file) + ":" +
+           std::to_string(line.line) + " (Python: " + std::to_string(python->live_here) + " of " +
+           std::to_string(python->live) + " live samples), allocating in " + allocating;
   }
   return at.Display();
 }

@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 6
+#define LEAKBOUND_WATCH_VERSION 7
 #define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
 #define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
 #define LEAKBOUND_WATCH_SITE_BATCH 168 /* sites in one SITES message (4,056 bytes) */
@@ -70,12 +70,21 @@ typedef enum leakbound_watch_kind {
   /* One caller of a call site (site: its id; seq: 1 for the site's caller, 2 for that one's,
    * ...; text: "PATH+0xOFFSET" as NAME's), sent once for a site whose survivors grew at
    * LEAKBOUND_WATCH_FRAMES_AFTER markers: the callers of its next allocation after that. */
-  LEAKBOUND_WATCH_FRAME = 14
+  LEAKBOUND_WATCH_FRAME = 14,
+  /* The Python line a call site's surviving blocks were allocated under (site: its id; text:
+   * "FILE:LINE in FUNCTION"; values[0]: live samples from that line, values[1]: live samples,
+   * values[2]: samples taken), sent once, after FRAME, for a site whose samples (the
+   * LEAKBOUND_WATCH_SAMPLES allocations after its callers were taken, made while the leakbound
+   * module traced the program's lines) had two markers to die. */
+  LEAKBOUND_WATCH_PYTHON = 15
 } leakbound_watch_kind;
 
 /* Callers kept per call site, and after how many markers with growth they are sent. */
 #define LEAKBOUND_WATCH_FRAMES 8
 #define LEAKBOUND_WATCH_FRAMES_AFTER 3
+/* Blocks sampled per such site, and after how many markers the samples are read at the latest. */
+#define LEAKBOUND_WATCH_SAMPLES 16
+#define LEAKBOUND_WATCH_SAMPLE_VISITS 8
 
 /* HELLO's site: how the image began. */
 #define LEAKBOUND_WATCH_ORIGIN_EXEC 1 /* the preload started (the first image, or after exec) */

@@ -103,6 +103,12 @@ struct WatchRecording {
   std::map<std::uint32_t, std::string> site_names;
   // FRAME records: a site's callers (innermost first), for the sites that kept growing.
   std::map<std::uint32_t, std::vector<std::string>> site_frames;
+  // PYTHON records: the Python line a site's surviving samples were allocated under.
+  struct PythonLine {
+    std::string where;  // "FILE:LINE in FUNCTION"
+    std::uint64_t live_here = 0, live = 0, taken = 0;
+  };
+  std::map<std::uint32_t, PythonLine> site_python;
   std::vector<std::string> notes;
   std::map<std::string, std::string> probe_states;  // PROBE records: "cupti" -> "active", ...
   // The device side: expected when the program looks like CUDA or with --cuda;
