@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <map>
 #include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "leakbound/cupti/classify.h"
 #include "leakbound/cupti/counters.h"
@@ -113,12 +116,26 @@ CounterInfo InfoOf(const TraceCounter& c) {
   return {c.name, c.unit, c.exact, c.judged, false, c.peak_of};
 }
 
+// The rows of the last measured block end, with how each grew across the block ends: first those
+// that rose at every block end (survivors kept from every block; fastest growth first), then those
+// that grew from the first block end to the last without rising at every one (a start-up cache
+// filled late, one large allocation), then at most six steady ones, largest first.
 std::vector<reports::Attribution> Attribute(const Trace& trace) {
-  std::vector<reports::Attribution> grew, steady;
-  if (trace.outstanding.empty()) return grew;
+  std::vector<reports::Attribution> growing, grew, steady;
+  if (trace.outstanding.empty()) return growing;
+  using Key = std::tuple<std::string, std::string, std::string>;
+  auto key = [](const OutstandingRow& r) { return Key{r.op, r.role, r.scope}; };
+  std::vector<std::map<Key, std::uint64_t>> bytes_at;  // each block end's rows, by key
+  for (const OutstandingSnapshot& snapshot : trace.outstanding) {
+    std::map<Key, std::uint64_t>& rows = bytes_at.emplace_back();
+    for (const OutstandingRow& row : snapshot.rows) rows[key(row)] += row.bytes;
+  }
+  auto bytes_in = [&](std::size_t end, const Key& k) -> std::uint64_t {
+    const auto found = bytes_at[end].find(k);
+    return found == bytes_at[end].end() ? 0 : found->second;
+  };
   const OutstandingSnapshot& first = trace.outstanding.front();
   const OutstandingSnapshot& last = trace.outstanding.back();
-  auto key = [](const OutstandingRow& r) { return std::tie(r.op, r.role, r.scope); };
   for (const OutstandingRow& row : last.rows) {
     reports::Attribution a;
     a.op = row.op;
@@ -129,17 +146,31 @@ std::vector<reports::Attribution> Attribute(const Trace& trace) {
     // Ages in steps at the last block end: an allocation made in step s is (end - s) steps old.
     a.oldest_age_steps = last.step - std::max<std::int64_t>(row.oldest_step, 0);
     a.newest_age_steps = last.step - std::max<std::int64_t>(row.newest_step, 0);
-    const auto it = std::find_if(first.rows.begin(), first.rows.end(),
-                                 [&](const OutstandingRow& r) { return key(r) == key(row); });
-    const bool grown = it == first.rows.end() ? row.bytes > 0 : row.bytes > it->bytes;
-    (grown ? grew : steady).push_back(a);
+    const Key k = key(row);
+    a.transitions = static_cast<int>(bytes_at.size()) - 1;
+    for (std::size_t end = 1; end < bytes_at.size(); ++end) {
+      a.rose_at += bytes_in(end, k) > bytes_in(end - 1, k) ? 1 : 0;
+    }
+    const double growth = static_cast<double>(row.bytes) - static_cast<double>(bytes_in(0, k));
+    if (last.step > first.step) a.bytes_per_step = growth / (last.step - first.step);
+    if (a.transitions > 0 && a.rose_at == a.transitions) {
+      growing.push_back(a);
+    } else {
+      (growth > 0 ? grew : steady).push_back(a);
+    }
   }
+  auto by_rate = [](const auto& a, const auto& b) {
+    return a.bytes_per_step != b.bytes_per_step ? a.bytes_per_step > b.bytes_per_step
+                                                : a.bytes > b.bytes;
+  };
   auto by_bytes = [](const auto& a, const auto& b) { return a.bytes > b.bytes; };
-  std::sort(grew.begin(), grew.end(), by_bytes);
-  std::sort(steady.begin(), steady.end(), by_bytes);
+  std::stable_sort(growing.begin(), growing.end(), by_rate);
+  std::stable_sort(grew.begin(), grew.end(), by_rate);
+  std::stable_sort(steady.begin(), steady.end(), by_bytes);
   if (steady.size() > 6) steady.resize(6);
-  grew.insert(grew.end(), steady.begin(), steady.end());
-  return grew;
+  growing.insert(growing.end(), grew.begin(), grew.end());
+  growing.insert(growing.end(), steady.begin(), steady.end());
+  return growing;
 }
 
 // Findings of the ledger's block-end classification, attached to the CUPTI counters they name.

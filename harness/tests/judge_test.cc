@@ -153,6 +153,33 @@ TEST(Judge, EndedEarlyWithOneBlock_IsInconclusive) {
   EXPECT_TRUE(Contains(r.evidence, "exited after 12 steps")) << r.evidence;
 }
 
+// The attribution's order: a row that rose at every block end (it kept survivors from every
+// block) comes before a larger one that jumped once, and rates are per step between the ends.
+TEST(Judge, Attribution_RowRisingAtEveryBlockEnd_ComesBeforeAOneTimeJump) {
+  Trace t = GpuTrace(false, Flat(0), Flat(0), Flat(0), Flat(0));
+  const int first = kWarmup + kSteps - 1;
+  for (int b = 0; b < 3; ++b) {
+    const int end = first + b * kSteps;
+    const std::uint64_t creep = 100 + 800 * static_cast<std::uint64_t>(b);
+    const std::uint64_t jump = b == 0 ? 0 : 4 << 20;  // one 4 MiB buffer, kept from block 2 on
+    t.outstanding.push_back({end,
+                             {{"jump", "heap", "none", jump, b == 0 ? 0u : 1u, end, end},
+                              {"creep", "heap", "none", creep, 1 + 8u * b, kWarmup, end},
+                              {"steady", "heap", "none", 1 << 20, 1, 0, 0}}});
+  }
+  const auto r = Judge(t);
+  ASSERT_EQ(r.attribution.size(), 3u);
+  EXPECT_EQ(r.attribution[0].op, "creep");
+  EXPECT_EQ(r.attribution[0].rose_at, 2);
+  EXPECT_EQ(r.attribution[0].transitions, 2);
+  EXPECT_DOUBLE_EQ(r.attribution[0].bytes_per_step, 1600.0 / (2 * kSteps));
+  EXPECT_EQ(r.attribution[1].op, "jump");
+  EXPECT_EQ(r.attribution[1].rose_at, 1);
+  EXPECT_EQ(r.attribution[2].op, "steady");
+  EXPECT_EQ(r.attribution[2].rose_at, 0);
+  EXPECT_EQ(r.attribution[2].bytes_per_step, 0);
+}
+
 TEST(TraceFile, RoundTrip_IsExact) {
   TraceFile file;
   file.meta.device_class = "cpu";

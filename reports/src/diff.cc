@@ -76,7 +76,10 @@ DiffRow CompareMetric(const std::string& workload, const MetricRule& rule, doubl
 std::string LeakEvidence(const WorkloadResult& workload) {
   std::string evidence = GrowthText(workload);
   const std::string owner = TopOwnerText(workload);
-  if (!owner.empty()) evidence += (evidence.empty() ? "" : "; ") + ("top outstanding: " + owner);
+  if (!owner.empty()) {
+    evidence += (evidence.empty() ? "" : "; ") + ("top " + std::string(TopOwnerKind(workload)) +
+                                                  ": " + owner);
+  }
   return evidence;
 }
 

@@ -248,13 +248,31 @@ std::string GrowthText(const WorkloadResult& workload) {
   return text;
 }
 
+bool Grows(const Attribution& row) {
+  return row.transitions > 0 && row.rose_at == row.transitions && row.bytes_per_step > 0;
+}
+
 std::string TopOwnerText(const WorkloadResult& workload) {
   if (workload.attribution.empty()) return "";
   const Attribution& row = workload.attribution.front();
-  return row.op + " (" + row.role + ", scope " + row.scope +
-         "): " + FormatBytes(static_cast<double>(row.bytes)) + " in " +
+  std::string text = row.op + " (" + row.role + ", scope " + row.scope + "): ";
+  if (Grows(row)) {
+    text += FormatRate(row.bytes_per_step, "bytes", true) + ", rose at " + FormatRoseAt(row) +
+            " block ends; ";
+  }
+  return text + FormatBytes(static_cast<double>(row.bytes)) + " in " +
          FormatCount(static_cast<double>(row.allocations)) +
          (row.allocations == 1 ? " allocation" : " allocations");
+}
+
+std::string_view TopOwnerKind(const WorkloadResult& workload) {
+  return !workload.attribution.empty() && Grows(workload.attribution.front()) ? "growing"
+                                                                              : "outstanding";
+}
+
+std::string FormatRoseAt(const Attribution& row) {
+  if (row.transitions <= 0) return "-";
+  return std::to_string(row.rose_at) + " of " + std::to_string(row.transitions);
 }
 
 std::string NoiseFloorText(const Report& report) {

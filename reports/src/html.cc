@@ -275,19 +275,25 @@ void AppendCounterTable(const WorkloadResult& workload, std::string& out) {
 }
 
 void AppendAttributionTable(const WorkloadResult& workload, std::string& out) {
-  out += "<h3>Outstanding at the last block end</h3>";
+  out += "<h3>Growing and outstanding at the last block end</h3>";
   if (workload.attribution.empty()) {
     out += "<p class=\"none\">Nothing attributed as outstanding.</p>";
     return;
   }
   out += "<table>";
-  out += HeaderRow({"Op", "Role", "Scope", "Bytes", "Allocations", "Age (steps)"},
-                   {false, false, false, true, true, true});
+  out += HeaderRow({"Op", "Role", "Scope", "Growth", "Rose at", "Bytes", "Allocations",
+                    "Age (steps)"},
+                   {false, false, false, true, true, true, true, true});
   for (const Attribution& row : workload.attribution) {
     out += "<tr>";
     out += Cell("<code>" + EscapeHtml(row.op) + "</code>");
     out += Cell(EscapeHtml(row.role));
     out += Cell(EscapeHtml(row.scope));
+    out += Cell(row.bytes_per_step > 0
+                    ? EscapeHtml(FormatRate(row.bytes_per_step, "bytes", true))
+                    : std::string("-"),
+                true);
+    out += Cell(EscapeHtml(FormatRoseAt(row)), true);
     out += Cell(EscapeHtml(FormatBytes(static_cast<double>(row.bytes))), true);
     out += Cell(EscapeHtml(FormatCount(static_cast<double>(row.allocations))), true);
     out += Cell(EscapeHtml(FormatAgeSteps(row)), true);
@@ -385,7 +391,7 @@ void AppendCard(const WorkloadResult& workload, std::size_t index, std::string& 
   if (const std::string growth = GrowthText(workload); !growth.empty()) {
     out += "<p class=\"caught\">Caught by <b>" + EscapeHtml(growth) + "</b>";
     if (const std::string owner = TopOwnerText(workload); !owner.empty()) {
-      out += " &middot; top outstanding: " + EscapeHtml(owner);
+      out += " &middot; top " + std::string(TopOwnerKind(workload)) + ": " + EscapeHtml(owner);
     }
     out += "</p>";
   }

@@ -115,6 +115,9 @@ Json WorkloadToJson(const WorkloadResult& workload) {
     entry["allocations"] = row.allocations;
     entry["oldest_age_steps"] = row.oldest_age_steps;
     entry["newest_age_steps"] = row.newest_age_steps;
+    entry["bytes_per_step"] = row.bytes_per_step;
+    entry["rose_at"] = row.rose_at;
+    entry["transitions"] = row.transitions;
     attribution.push_back(std::move(entry));
   }
   json["attribution"] = std::move(attribution);
@@ -282,6 +285,11 @@ class FieldReader {
                                       std::to_string(value));
     }
     return value;
+  }
+
+  // Fails on `key` with "want ..." (a value that breaks a rule between fields).
+  [[noreturn]] void OutOfRange(const char* key, const std::string& want) const {
+    ThrowOutOfRange(Child(key), want);
   }
 
   // Whether an optional field is present (and not null).
@@ -467,6 +475,16 @@ Attribution ReadAttribution(const FieldReader& in) {
   row.allocations = in.UInt64("allocations");
   row.oldest_age_steps = in.Int64("oldest_age_steps");
   row.newest_age_steps = in.Int64("newest_age_steps");
+  // Growth fields arrived with the "Growing" table; a report written before them has none.
+  if (in.Has("bytes_per_step")) row.bytes_per_step = in.Double("bytes_per_step");
+  if (in.Has("transitions")) {
+    row.transitions = in.IntAtLeast("transitions", 0);
+    row.rose_at = in.IntAtLeast("rose_at", 0);
+    if (row.rose_at > row.transitions) {
+      in.OutOfRange("rose_at", "at most transitions (" + std::to_string(row.transitions) +
+                                   "), got " + std::to_string(row.rose_at));
+    }
+  }
   return row;
 }
 

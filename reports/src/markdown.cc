@@ -176,7 +176,7 @@ void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
   }
   if (const std::string owner = TopOwnerText(workload);
       !owner.empty() && workload.verdict != kPass) {
-    out += "Top outstanding: " + MarkdownEscape(owner) + "\n\n";
+    out += "Top " + std::string(TopOwnerKind(workload)) + ": " + MarkdownEscape(owner) + "\n\n";
   }
   if (workload.peak_bound_bytes) {
     out += "Peak " + FormatBytes(workload.peak_bytes) +
@@ -207,12 +207,16 @@ void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
     out += "Nothing attributed as outstanding at the last block end.\n\n";
     return;
   }
-  out += "Outstanding at the last block end:\n\n";
-  AppendHeader(out, {"Op", "Role", "Scope", "Bytes", "Allocations", "Age (steps)"},
-               {false, false, false, true, true, true});
+  out += "Growing and outstanding at the last block end (growing: live bytes rose at every block "
+         "end, fastest first):\n\n";
+  AppendHeader(out,
+               {"Op", "Role", "Scope", "Growth", "Rose at", "Bytes", "Allocations", "Age (steps)"},
+               {false, false, false, true, true, true, true, true});
   for (const Attribution& row : workload.attribution) {
     AppendRow(out, {MarkdownEscape(row.op), MarkdownEscape(row.role), MarkdownEscape(row.scope),
-                    FormatBytes(static_cast<double>(row.bytes)),
+                    row.bytes_per_step > 0 ? FormatRate(row.bytes_per_step, "bytes", true)
+                                           : std::string("-"),
+                    FormatRoseAt(row), FormatBytes(static_cast<double>(row.bytes)),
                     FormatCount(static_cast<double>(row.allocations)), FormatAgeSteps(row)});
   }
   out += "\n";

@@ -118,6 +118,7 @@ TEST(ReportHtmlTest, Cards_ShowEvidenceCounterVerdictsAndAttribution) {
   EXPECT_NE(html.find("<p class=\"evidence\">runtime.live_bytes grows 64.00 KiB/step"),
             std::string::npos);
   EXPECT_NE(html.find("<td><code>matmul</code></td><td>value</td><td>manual</td>"
+                      "<td class=\"num\">+65536 B/step</td><td class=\"num\">3 of 3</td>"
                       "<td class=\"num\">3.00 MiB</td><td class=\"num\">48</td>"
                       "<td class=\"num\">1-48</td>"),
             std::string::npos);
@@ -155,8 +156,8 @@ TEST(ReportHtmlTest, Summary_ShowsTheCounterThatCaughtALeakAndItsRate) {
   EXPECT_NE(html.find("<td><strong>no</strong>, expected not-returned-to-baseline</td>"),
             std::string::npos);
   EXPECT_NE(html.find("<p class=\"caught\">Caught by <b>runtime.live_bytes +65536 B/step</b> "
-                      "&middot; top outstanding: matmul (value, scope manual): 3.00 MiB in 48 "
-                      "allocations</p>"),
+                      "&middot; top growing: matmul (value, scope manual): +65536 B/step, rose "
+                      "at 3 of 3 block ends; 3.00 MiB in 48 allocations</p>"),
             std::string::npos);
 }
 

@@ -4,6 +4,7 @@
 #include "leakbound/reports/json.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -213,6 +214,33 @@ TEST(ReportJsonTest, OtherImpossibleValues_AreRefusedWithTheirPath) {
   EXPECT_EQ(path_of_error([](Report& r) { r.workloads[0].blocks = -3; }), "$.workloads[0].blocks");
   EXPECT_EQ(path_of_error([](Report& r) { r.meta.warmup_steps = -2; }), "$.meta.warmup_steps");
   EXPECT_EQ(path_of_error([](Report& r) { r.meta.wall_seconds = -1; }), "$.meta.wall_seconds");
+  EXPECT_EQ(path_of_error([](Report& r) {
+              r.workloads[1].attribution[0].transitions = 3;
+              r.workloads[1].attribution[0].rose_at = 4;
+            }),
+            "$.workloads[1].attribution[0].rose_at");
+  EXPECT_EQ(path_of_error([](Report& r) { r.workloads[1].attribution[0].transitions = -1; }),
+            "$.workloads[1].attribution[0].transitions");
+}
+
+TEST(ReportJsonTest, AttributionWithoutGrowthFields_AnOlderReport_ReadsAsNoGrowth) {
+  Report report = MakeSampleReport();
+  nlohmann::json json = nlohmann::json::parse(ReportToText(report));
+  for (nlohmann::json& workload : json["workloads"]) {
+    for (nlohmann::json& row : workload["attribution"]) {
+      row.erase("bytes_per_step");
+      row.erase("rose_at");
+      row.erase("transitions");
+    }
+  }
+  const Report parsed = ParseReport(json.dump(), "older.json");
+  for (const WorkloadResult& workload : parsed.workloads) {
+    for (const Attribution& row : workload.attribution) {
+      EXPECT_EQ(row.bytes_per_step, 0);
+      EXPECT_EQ(row.transitions, 0);
+      EXPECT_EQ(row.rose_at, 0);
+    }
+  }
 }
 
 TEST(ReportJsonTest, PeakBound_NullReadsAsNone_AndAStringIsAWrongTypeNamingThePath) {

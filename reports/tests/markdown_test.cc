@@ -141,9 +141,13 @@ TEST(ReportMarkdownTest, Details_OnlyForWorkloadsThatDidNotPassOrMissed) {
                "| 3.81 MiB | Grows 64.00 KiB/step; exact counter, any growth counts. |\n"));
   EXPECT_TRUE(
       Contains(markdown, "| tracking.outstanding | unbounded-growth | 1/step | - | 0 | 48 | 72 |"));
-  EXPECT_TRUE(Contains(markdown, "| Op | Role | Scope | Bytes | Allocations | Age (steps) |\n"));
-  EXPECT_TRUE(Contains(markdown, "| matmul | value | manual | 3.00 MiB | 48 | 1-48 |\n"));
-  EXPECT_TRUE(Contains(markdown, "| conv2d | workspace | none | 256.00 KiB | 1 | 200 |\n"));
+  EXPECT_TRUE(Contains(
+      markdown,
+      "| Op | Role | Scope | Growth | Rose at | Bytes | Allocations | Age (steps) |\n"));
+  EXPECT_TRUE(Contains(markdown,
+                       "| matmul | value | manual | +65536 B/step | 3 of 3 | 3.00 MiB | 48 | 1-48 |\n"));
+  // A row with no growth figures (one block end, an older report): dashes, not zeros.
+  EXPECT_TRUE(Contains(markdown, "| conv2d | workspace | none | - | - | 256.00 KiB | 1 | 200 |\n"));
 }
 
 TEST(ReportMarkdownTest, Benchmarks_ListedWithUnits) {
@@ -212,9 +216,22 @@ TEST(ReportMarkdownTest, LeakDetail_NamesTheCounterRateAndTopOwner) {
   const std::string markdown = RenderMarkdown(testing::MakeSampleReport());
   EXPECT_TRUE(Contains(markdown,
                        "Caught by: runtime.live_bytes +65536 B/step\n\n"
+                       "Top growing: matmul (value, scope manual): +65536 B/step, rose at 3 of "
+                       "3 block ends; 3.00 MiB in 48 allocations\n\n"))
+      << markdown;
+}
+
+TEST(ReportMarkdownTest, TopOwner_ThatDidNotRiseAtEveryBlockEnd_IsOutstandingNotGrowing) {
+  Report report = testing::MakeSampleReport();
+  for (WorkloadResult& workload : report.workloads) {
+    for (Attribution& row : workload.attribution) row.rose_at = row.transitions > 0 ? 2 : 0;
+  }
+  const std::string markdown = RenderMarkdown(report);
+  EXPECT_TRUE(Contains(markdown,
                        "Top outstanding: matmul (value, scope manual): 3.00 MiB in 48 "
                        "allocations\n\n"))
       << markdown;
+  EXPECT_FALSE(Contains(markdown, "Top growing")) << markdown;
 }
 
 TEST(ReportMarkdownTest, NoiseFloors_OnceInTheMetadata_InBytesPerStep) {

@@ -94,7 +94,8 @@ WorkloadResult MakeDetectedZooWorkload(const std::string& name) {
       CounterVerdict{"tracking.outstanding", kUnboundedGrowth, 1, 0, 0, 48, 72,
                      "One more outstanding allocation every step."}};
   workload.attribution = {
-      Attribution{"matmul", "value", "manual", 48 * 64 * 1024, 48, 48, 1},
+      // Rose at each of the 3 block ends after the first: a growing row.
+      Attribution{"matmul", "value", "manual", 48 * 64 * 1024, 48, 48, 1, 65536, 3, 3},
       Attribution{"relu", "workspace", "step", 4096, 1, 0, 0}};
   return workload;
 }

@@ -632,6 +632,8 @@ assert 'the timer stopped at its first step' in t['subject']['description'], t['
     ;;
   torch_hook_per_step_with)
     torch_case 1 unbounded-growth hook_per_step with
+    # A hook (a closure) kept per step; not the 4 MiB one-time buffer torch makes at some step.
+    expect_top_line - "$programs/torch_mlp.py" "register_forward_hook(lambda"
     ;;
   torch_step_on_unresolved)
     need_torch

@@ -70,9 +70,18 @@ double SteadyValue(const WorkloadResult& workload, std::string_view counter);
 // workload; empty for a PASS.
 std::string GrowthText(const WorkloadResult& workload);
 
-// The first attribution row, the top outstanding owner: "smallest_leak_flag (user, scope none):
-// 112 B in 112 allocations"; empty when nothing is attributed. Not Markdown-escaped.
+// Whether a row grows: its live bytes rose at every measured block end (Attribution::rose_at).
+bool Grows(const Attribution& row);
+
+// The first attribution row, the top owner: "smallest_leak_flag (user, scope none): 112 B in 112
+// allocations", and for a growing one "... scope none): +24 B/step, rose at 2 of 2 block ends;
+// 4.69 KiB in 200 allocations"; empty when nothing is attributed. Not Markdown-escaped.
 std::string TopOwnerText(const WorkloadResult& workload);
+// "growing" when the first attribution row grows, else "outstanding" (for "Top growing: ...").
+std::string_view TopOwnerKind(const WorkloadResult& workload);
+
+// Rose-at cell: "2 of 2" (block ends at which a row's live bytes rose), "-" with one block end.
+std::string FormatRoseAt(const Attribution& row);
 
 // The noise floors of a report, one per noisy counter that has one (the suite calibrates one
 // floor per counter for the whole run): "host.heap_bytes 1365.3 B/step, host.rss_bytes ...";

@@ -69,7 +69,8 @@ struct CounterVerdict {
   bool operator==(const CounterVerdict&) const = default;
 };
 
-// What is still outstanding at the end of the measured blocks, grouped by tag.
+// What is still outstanding at the end of the measured blocks, grouped by tag (an op, a call site),
+// with how it grew across the measured block ends.
 struct Attribution {
   std::string op;     // op or call-site name
   std::string role;   // value, grad, workspace, parameter, optimizer-state, user, ...
@@ -78,6 +79,12 @@ struct Attribution {
   std::uint64_t allocations = 0;
   std::int64_t oldest_age_steps = 0;
   std::int64_t newest_age_steps = 0;
+  // Its live bytes' growth from the first measured block end to the last, per step, and at how
+  // many of the `transitions` between consecutive block ends they rose. A row that rose at every
+  // one kept survivors from every block: it grows. All 0: one block end, or a schema-1 report.
+  double bytes_per_step = 0;
+  int rose_at = 0;
+  int transitions = 0;
 
   bool operator==(const Attribution&) const = default;
 };
