@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Overhead of `leakbound watch` side by side in one run (docs/watch.md, "Overhead"): a
 # malloc/free-heavy C loop bare, under watch (call sites off / on) and under heaptrack; a PyTorch
-# CPU training run bare, under watch (call sites on / off) and under memray when importable.
+# CPU training run bare, under watch (call sites on / off; a leaking run with Python lines on /
+# off) and under memray when importable.
 # Every figure is the median wall time of RUNS runs (default 5; the runs of one row alternate
 # with nothing else), and every ratio is against the bare median of the same table.
 # Usage: watch/bench/overhead.sh BUILD_DIR [BEFORE_BUILD_DIR]
@@ -70,6 +71,16 @@ if "$python" -c "import torch" 2>/dev/null; then
   t=$(LEAKBOUND_CENSUS_GC=0 secs "$build/harness/leakbound" watch \
       --step-on torch.optim.Optimizer.step --out "$tmp/w6" -- "$python" "$script" clean step_on $steps)
   row "$(label "$build"): watch, LEAKBOUND_CENSUS_GC=0" "$t" "$tbare"
+  # Python lines (docs/watch.md, "Where"): a leaking run, whose growing sites switch the tracer
+  # on for up to 16 steps, with the lines and without (LEAKBOUND_PYTHON_LINES=0).
+  lbare=$(secs "$python" "$script" sum_loss none $steps)
+  row "bare, running = running + loss" "$lbare" "$lbare"
+  t=$(secs "$build/harness/leakbound" watch --step-on torch.optim.Optimizer.step --out "$tmp/w7" \
+      -- "$python" "$script" sum_loss step_on $steps)
+  row "$(label "$build"): watch, leaking, Python lines" "$t" "$lbare"
+  t=$(LEAKBOUND_PYTHON_LINES=0 secs "$build/harness/leakbound" watch \
+      --step-on torch.optim.Optimizer.step --out "$tmp/w8" -- "$python" "$script" sum_loss step_on $steps)
+  row "$(label "$build"): watch, leaking, LEAKBOUND_PYTHON_LINES=0" "$t" "$lbare"
   if "$memray_python" -c "import memray, torch" 2>/dev/null; then
     tm=$(secs "$memray_python" -m memray run -f -o "$tmp/m.bin" "$script" clean none $steps)
     row "memray run" "$tm" "$tbare"

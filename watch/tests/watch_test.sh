@@ -152,6 +152,7 @@ case $case_name in
     watch_expect 1 -- "$c_steps" masked 600
     expect_verdict unbounded-growth host.heap_bytes
     report_field "w['evidence']" | grep -q "born in blocks 1-3" || fail "evidence does not name the census"
+    expect_top_line - "$programs/c_steps.c" "kept[step] = malloc(1024);"
     ;;
   c_working_set)
     # One random-size buffer (1..100 KB) held across each step: bounded, whatever the seed draws.
@@ -246,6 +247,7 @@ case $case_name in
     # connection and named; the parent's series is untouched by it.
     watch_expect 1 -- "$c_steps" fork 200
     expect_job "fork 1 of watch_c_steps" 2
+    expect_top_line "fork 1 of watch_c_steps" "$programs/c_steps.c" "leaks in the child only"
     ;;
   c_leak_ci)
     # CI output: JUnit XML (a failure with the class, the rate and the line), the same from
@@ -404,6 +406,7 @@ PY
     tree=$(dirname "$c_steps")/watch_tree
     watch_expect 1 -- "$tree" prefork-leak 300
     expect_job "fork 3 of watch_tree" 3
+    expect_top_line "fork 3 of watch_tree" "$programs/tree.c" "if (leak) g_sink = malloc(64);"
     grep -q "^job: unbounded-growth in watch_tree / fork 3 of watch_tree" "$out_root/$case_name.stdout" || fail "the summary does not name the leaking worker"
     ;;
   tree_prefork_clean)
@@ -421,6 +424,7 @@ PY
     # fork, setsid, fork: the daemon outlives its launcher and is still followed to its end.
     watch_expect 1 -- "$(dirname "$c_steps")/watch_tree" daemon-leak 300
     expect_job "fork 1 of fork 1 of watch_tree" 1
+    expect_top_line "fork 1 of fork 1 of watch_tree" "$programs/tree.c" "if (leak) g_sink = malloc(64);"
     ;;
   tree_daemon_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_tree" daemon-clean 300
