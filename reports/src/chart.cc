@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "leakbound/reports/format.h"
 #include "leakbound/reports/html.h"
@@ -445,6 +448,101 @@ std::string RenderSurvivorsSvg(const std::string& counter, const std::vector<dou
          "\" font-size=\"10\" fill=\"" + kTextColour +
          "\">youngest (not aged): born in the last block, at most one block old</text>";
   AppendAxisLines(plot, svg);
+  svg += "</svg>";
+  return svg;
+}
+
+namespace {
+
+// A frame of the flame graph: its name, the bytes per step through it, the frames it calls.
+struct FlameNode {
+  std::string name;
+  double weight = 0;
+  std::vector<FlameNode> children;
+};
+
+int FlameDepth(const FlameNode& node) {
+  int deepest = 0;
+  for (const FlameNode& child : node.children) deepest = std::max(deepest, FlameDepth(child));
+  return deepest + 1;
+}
+
+// A warm colour per frame name (stable from report to report); the user's own lines (a file:line
+// in the name) redder than library frames.
+std::string FlameFill(const std::string& name) {
+  std::uint32_t hash = 2166136261u;
+  for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+  const bool has_line = name.find(':') != std::string::npos && name.find('+') == std::string::npos;
+  const int hue = has_line ? static_cast<int>(hash % 20) : 25 + static_cast<int>(hash % 30);
+  const int light = 55 + static_cast<int>((hash >> 8) % 15);
+  return "hsl(" + std::to_string(hue) + ",80%," + std::to_string(light) + "%)";
+}
+
+constexpr double kFlameRow = 18;
+constexpr double kFlameTitle = 22;
+constexpr double kFlameCharWidth = 6.6;  // 11px monospace, about
+
+void AppendFlameNode(const FlameNode& node, double total, double x, double width, int level,
+                     double height, std::string& svg) {
+  if (width < 0.5) return;
+  const double y = height - (level + 1) * kFlameRow;
+  const std::string share = Fixed1(100 * node.weight / total);
+  svg += "<g><title>" + EscapeHtml(node.name) + " \u2014 " +
+         EscapeHtml(FormatRate(node.weight, "bytes", true)) + " (" + share + "%)</title>";
+  svg += "<rect x=\"" + Fixed1(x) + "\" y=\"" + Fixed1(y) + "\" width=\"" +
+         Fixed1(std::max(width - 0.5, 0.5)) + "\" height=\"" + Fixed1(kFlameRow - 1) +
+         "\" rx=\"2\" fill=\"" + FlameFill(node.name) + "\"/>";
+  const auto fits = static_cast<std::size_t>(std::max(0.0, (width - 6) / kFlameCharWidth));
+  if (fits >= 4) {
+    std::string label = node.name;
+    if (label.size() > fits) {
+      std::size_t cut = fits - 2;
+      while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) --cut;
+      label = label.substr(0, cut) + "..";
+    }
+    svg += "<text x=\"" + Fixed1(x + 3) + "\" y=\"" + Fixed1(y + kFlameRow - 5) +
+           "\" font-size=\"11\" font-family=\"monospace\" fill=\"#1f2937\">" +
+           EscapeHtml(label) + "</text>";
+  }
+  svg += "</g>";
+  double at = x;
+  for (const FlameNode& child : node.children) {
+    const double w = width * child.weight / node.weight;
+    AppendFlameNode(child, total, at, w, level + 1, height, svg);
+    at += w;
+  }
+}
+
+}  // namespace
+
+std::string RenderGrowthFlameSvg(const std::vector<Attribution>& rows, int width) {
+  FlameNode root;
+  root.name = "all growth";
+  for (const Attribution& row : rows) {
+    if (!Grows(row) || row.stack.empty()) continue;
+    root.weight += row.bytes_per_step;
+    FlameNode* node = &root;
+    for (const std::string& frame : row.stack) {
+      auto child = std::find_if(node->children.begin(), node->children.end(),
+                                [&](const FlameNode& c) { return c.name == frame; });
+      if (child == node->children.end()) {
+        node->children.push_back(FlameNode{frame, 0, {}});
+        child = node->children.end() - 1;
+      }
+      child->weight += row.bytes_per_step;
+      node = &*child;
+    }
+  }
+  if (!(root.weight > 0)) return "";
+  root.name += " (" + FormatRate(root.weight, "bytes", true) + ")";
+  const double height = kFlameTitle + FlameDepth(root) * kFlameRow;
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flame\" width=\"" +
+                    std::to_string(width) + "\" height=\"" + Fixed1(height) +
+                    "\" viewBox=\"0 0 " + std::to_string(width) + " " + Fixed1(height) +
+                    "\" role=\"img\" aria-label=\"flame graph of what grows\">";
+  svg += "<text x=\"0\" y=\"14\" font-size=\"12\" fill=\"" + std::string(kTextColour) +
+         "\">What grows, by stack (outermost frame at the bottom; width: bytes per step)</text>";
+  AppendFlameNode(root, root.weight, 0, width, 0, height, svg);
   svg += "</svg>";
   return svg;
 }

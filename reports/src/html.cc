@@ -66,6 +66,7 @@ figure { margin: 10px 0 0; }
 figcaption { font-size: 13px; margin-bottom: 2px; }
 figcaption .unit { color: #6b7280; margin-left: 6px; }
 svg.chart { max-width: 100%; height: auto; display: block; background: #fff; }
+svg.flame { max-width: 100%; height: auto; display: block; }
 .legend { color: #6b7280; font-size: 12px; margin-top: 4px; }
 .tables table { width: 100%; }
 .tables td:first-child:not(.evidence-row) { white-space: nowrap; }
@@ -275,6 +276,9 @@ void AppendCounterTable(const WorkloadResult& workload, std::string& out) {
 }
 
 void AppendAttributionTable(const WorkloadResult& workload, std::string& out) {
+  if (const std::string flame = RenderGrowthFlameSvg(workload.attribution); !flame.empty()) {
+    out += "<h3>What grows, by stack</h3>" + flame;
+  }
   out += "<h3>Growing and outstanding at the last block end</h3>";
   if (workload.attribution.empty()) {
     out += "<p class=\"none\">Nothing attributed as outstanding.</p>";

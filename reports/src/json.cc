@@ -118,6 +118,7 @@ Json WorkloadToJson(const WorkloadResult& workload) {
     entry["bytes_per_step"] = row.bytes_per_step;
     entry["rose_at"] = row.rose_at;
     entry["transitions"] = row.transitions;
+    if (!row.stack.empty()) entry["stack"] = row.stack;
     attribution.push_back(std::move(entry));
   }
   json["attribution"] = std::move(attribution);
@@ -324,6 +325,19 @@ class FieldReader {
     ThrowWrongType(value, Child(key), "a non-negative integer");
   }
 
+  std::vector<std::string> StringArray(const char* key) const {
+    const nlohmann::json& array = Array(key);
+    std::vector<std::string> values;
+    values.reserve(array.size());
+    for (std::size_t i = 0; i < array.size(); ++i) {
+      if (!array[i].is_string()) {
+        ThrowWrongType(array[i], Child(key) + "[" + std::to_string(i) + "]", "a string");
+      }
+      values.push_back(array[i].get<std::string>());
+    }
+    return values;
+  }
+
   std::vector<double> DoubleArray(const char* key) const {
     const nlohmann::json& array = Array(key);
     std::vector<double> values;
@@ -485,6 +499,7 @@ Attribution ReadAttribution(const FieldReader& in) {
                                    "), got " + std::to_string(row.rose_at));
     }
   }
+  if (in.Has("stack")) row.stack = in.StringArray("stack");
   return row;
 }
 

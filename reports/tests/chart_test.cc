@@ -200,5 +200,61 @@ TEST(ReportChartTest, RenderSeriesSvg_OutOfRangeBlockEnds_AreIgnored) {
   EXPECT_EQ(CountOf(svg, "stroke-dasharray=\"4 3\""), 1u);
 }
 
+// Flame graph of what grows (RenderGrowthFlameSvg).
+Attribution GrowingRow(std::vector<std::string> stack, double per_step) {
+  Attribution row;
+  row.op = stack.empty() ? "site" : stack.back();
+  row.role = "heap";
+  row.scope = "none";
+  row.bytes = 1000;
+  row.allocations = 10;
+  row.bytes_per_step = per_step;
+  row.rose_at = row.transitions = 2;
+  row.stack = std::move(stack);
+  return row;
+}
+
+// The width of the rect whose <title> starts with `frame`.
+double FlameWidthOf(const std::string& svg, const std::string& frame) {
+  const std::size_t title = svg.find("<title>" + frame + " ");
+  if (title == std::string::npos) return -1;
+  const std::size_t width = svg.find("width=\"", title);
+  return std::stod(svg.substr(width + 7));
+}
+
+TEST(ReportChartTest, FlameGraph_SharedFramesMerge_AndWidthsFollowBytesPerStep) {
+  const std::string svg =
+      RenderGrowthFlameSvg({GrowingRow({"main c.c:5", "Keep c.c:10", "malloc"}, 300),
+                            GrowingRow({"main c.c:5", "Cache c.c:20"}, 100)},
+                           800);
+  ASSERT_FALSE(svg.empty());
+  EXPECT_EQ(CountOf(svg, "<title>main c.c:5 "), 1u) << "a frame two rows share is drawn once";
+  EXPECT_NEAR(FlameWidthOf(svg, "main c.c:5"), 799.5, 0.1);
+  EXPECT_NEAR(FlameWidthOf(svg, "Keep c.c:10"), 599.5, 0.1);
+  EXPECT_NEAR(FlameWidthOf(svg, "Cache c.c:20"), 199.5, 0.1);
+  EXPECT_NE(svg.find("<title>Keep c.c:10 \u2014 +300 B/step (75.0%)</title>"), std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("all growth (+400 B/step)"), std::string::npos);
+}
+
+TEST(ReportChartTest, FlameGraph_NothingGrowingWithAStack_IsEmpty) {
+  Attribution steady = GrowingRow({"main c.c:5"}, 0);
+  steady.rose_at = 0;
+  Attribution once = GrowingRow({"main c.c:5"}, 50);
+  once.rose_at = 1;  // grew, but not at every block end
+  EXPECT_EQ(RenderGrowthFlameSvg({steady, once, GrowingRow({}, 20)}), "");
+  EXPECT_EQ(RenderGrowthFlameSvg({}), "");
+}
+
+TEST(ReportChartTest, FlameGraph_HostileFrameNames_AreEscaped_AndLongOnesCut) {
+  const std::string long_name(400, 'x');
+  const std::string svg = RenderGrowthFlameSvg(
+      {GrowingRow({"<script>alert(1)</script> a.py:1", long_name}, 10)}, 300);
+  EXPECT_EQ(svg.find("<script>"), std::string::npos);
+  EXPECT_NE(svg.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(svg.find(">" + long_name + "<"), std::string::npos) << "a name wider than its frame";
+  EXPECT_NE(svg.find("x..</text>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace leakbound::reports

@@ -113,6 +113,19 @@ TEST(ReportHtmlTest, BadgeColours_FollowOutcome) {
   EXPECT_NE(html.find(".badge.expected { background: #fef3c7"), std::string::npos);
 }
 
+TEST(ReportHtmlTest, GrowingRowsWithStacks_GetAFlameGraph_OthersNone) {
+  Report report = testing::MakeSampleReport();
+  EXPECT_EQ(RenderHtml(report).find("What grows, by stack"), std::string::npos);
+  for (WorkloadResult& workload : report.workloads) {
+    for (Attribution& row : workload.attribution) row.stack = {"main c.c:5", row.op};
+  }
+  const std::string html = RenderHtml(report);
+  EXPECT_NE(html.find("<h3>What grows, by stack</h3><svg xmlns=\"http://www.w3.org/2000/svg\" "
+                      "class=\"flame\""),
+            std::string::npos);
+  EXPECT_NE(html.find("<title>matmul \u2014 +65536 B/step (100.0%)</title>"), std::string::npos);
+}
+
 TEST(ReportHtmlTest, Cards_ShowEvidenceCounterVerdictsAndAttribution) {
   const std::string html = RenderHtml(testing::MakeSampleReport());
   EXPECT_NE(html.find("<p class=\"evidence\">runtime.live_bytes grows 64.00 KiB/step"),

@@ -223,6 +223,16 @@ TEST(ReportJsonTest, OtherImpossibleValues_AreRefusedWithTheirPath) {
             "$.workloads[1].attribution[0].transitions");
 }
 
+TEST(ReportJsonTest, AttributionStack_RoundTrips_AndANonStringFrameIsRefusedWithItsPath) {
+  Report report = MakeSampleReport();
+  report.workloads[1].attribution[0].stack = {"train_step torch_mlp.py:34", "libc.so.6+0x1f"};
+  EXPECT_EQ(ParseReport(ReportToText(report), "stack.json"), report);
+  nlohmann::json json = nlohmann::json::parse(ReportToText(report));
+  json["workloads"][1]["attribution"][0]["stack"][1] = 7;
+  EXPECT_EQ(CatchReportError([&] { ParseReport(json.dump(), "bad.json"); }).json_path(),
+            "$.workloads[1].attribution[0].stack[1]");
+}
+
 TEST(ReportJsonTest, AttributionWithoutGrowthFields_AnOlderReport_ReadsAsNoGrowth) {
   Report report = MakeSampleReport();
   nlohmann::json json = nlohmann::json::parse(ReportToText(report));

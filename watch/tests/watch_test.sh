@@ -139,6 +139,10 @@ case $case_name in
     site=$(report_field "w['attribution'][0]['op'] if w['attribution'] else ''")
     line=$(grep -n 'kept\[step\] = malloc(24)' "$programs/c_steps.c" | cut -d: -f1)
     [[ "$site" == "main at "*"c_steps.c:$line (watch_c_steps+0x"* ]] || fail "first call site '$site', want main at c_steps.c:$line"
+    # Its stack, outermost first, in the report and as the HTML report's flame graph.
+    inner=$(report_field "w['attribution'][0].get('stack', ['none'])[-1]")
+    [ "$inner" = "main c_steps.c:$line" ] || fail "first row's stack ends in '$inner', want main c_steps.c:$line"
+    grep -q "<title>main c_steps.c:$line — +24 B/step (100.0%)</title>" "$out/report.html" || fail "no flame graph frame for c_steps.c:$line in report.html"
     ;;
   c_recur_twice)
     # 1 KiB kept at steps 149 and 299 of 300: survivors from one aged block and none after it;
@@ -622,6 +626,8 @@ assert 'the timer stopped at its first step' in t['subject']['description'], t['
     # running = running + loss keeps every step's graph: the forward's tensors and the loss's.
     torch_case 1 unbounded-growth sum_loss step_on --step-on torch.optim.Optimizer.step
     expect_top_line - "$programs/torch_mlp.py" "output = model(data)" "loss = ((output - target)"
+    outer=$(report_field "w['attribution'][0].get('stack', ['none'])[0]")
+    [[ "$outer" == "train_step torch_mlp.py:"* ]] || fail "first row's stack starts at '$outer', want the script's line"
     ;;
   torch_clean_call) torch_case 0 PASS clean call ;;
   torch_keep_outputs_call)

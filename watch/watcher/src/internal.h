@@ -110,6 +110,11 @@ class Symbolizer {
   std::map<std::string, SiteFrame> frames_;
 };
 
+// A call site's stack as growing.folded and the report's flame graph show it: outermost first
+// (the Python line, the callers, the site), each frame "FUNCTION FILE:LINE" (file name only) or
+// "MODULE+0xOFFSET", with no ';' or newline in it.
+std::vector<std::string> FoldedStack(const WatchRecording &recording, std::uint32_t site,
+                                     Symbolizer &symbolizer);
 // --pprof (pprof.cc): (file name, contents) of first.pb.gz and last.pb.gz (the call sites'
 // survivors at the trace's first and last measured block ends, gzipped profile.proto) and
 // growing.folded (collapsed stacks of what grew between them); empty when the trace has no

@@ -93,6 +93,8 @@ struct Subject {
   std::string role;
   Trace trace;
   bool judged = false;
+  // Each attributed call site's stack (FoldedStack), by the name the report gives it.
+  std::map<std::string, std::vector<std::string>> stacks;
 };
 
 std::string Shortened(std::string text, size_t most) {
@@ -221,13 +223,21 @@ int RunWatch(const WatchOptions &options) {
       const auto name = image.recording.site_names.find(site);
       if (name != image.recording.site_names.end()) python[name->second] = &line;
     }
+    std::map<std::string, std::uint32_t> site_of;
+    for (const auto &[site, name] : image.recording.site_names) site_of.emplace(name, site);
     static const std::vector<std::string> kNone;
     for (OutstandingSnapshot &snapshot : subject.trace.outstanding) {
       for (OutstandingRow &row : snapshot.rows) {
         const auto found = callers.find(row.op);
         const auto line = python.find(row.op);
-        row.op = symbolizer.Attribute(row.op, found == callers.end() ? kNone : *found->second,
-                                      line == python.end() ? nullptr : line->second);
+        std::string named =
+            symbolizer.Attribute(row.op, found == callers.end() ? kNone : *found->second,
+                                 line == python.end() ? nullptr : line->second);
+        if (const auto site = site_of.find(row.op);
+            site != site_of.end() && !subject.stacks.contains(named)) {
+          subject.stacks.emplace(named, FoldedStack(image.recording, site->second, symbolizer));
+        }
+        row.op = std::move(named);
       }
     }
     subject.trace.subject.description +=
@@ -292,6 +302,9 @@ int RunWatch(const WatchOptions &options) {
       report.meta.steps_per_block = s.trace.steps_per_block;
     }
     reports::WorkloadResult result = Judge(s.trace);
+    for (reports::Attribution &row : result.attribution) {
+      if (const auto stack = s.stacks.find(row.op); stack != s.stacks.end()) row.stack = stack->second;
+    }
     const WatchRecording &r = s.image->recording;
     if (r.Failed() && result.evidence.find(r.Ending()) == std::string::npos) {
       result.evidence += " (the program " + r.Ending() + ")";

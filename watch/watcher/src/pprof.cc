@@ -173,6 +173,27 @@ std::string Gzipped(const std::string &data) {
 
 }  // namespace
 
+std::vector<std::string> FoldedStack(const WatchRecording &recording, std::uint32_t site,
+                                     Symbolizer &symbolizer) {
+  const std::vector<std::string> stack = StackOf(recording, site);
+  std::vector<std::string> folded;
+  for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
+    const SiteFrame &f = symbolizer.Resolve(*frame);
+    std::string name = f.function.empty() ? f.where : f.function;
+    if (!f.file.empty() && f.line > 0) {
+      name += ' ';
+      name.append(f.file, f.file.rfind('/') + 1);
+      name += ':';
+      name += std::to_string(f.line);
+    }
+    for (char &c : name) {
+      if (c == ';' || c == '\n') c = ',';  // the folded format's separators
+    }
+    folded.push_back(std::move(name));
+  }
+  return folded;
+}
+
 std::vector<std::pair<std::string, std::string>> Profiles(const WatchRecording &recording,
                                                           const harness::Trace &trace,
                                                           Symbolizer &symbolizer) {
@@ -190,20 +211,8 @@ std::vector<std::pair<std::string, std::string>> Profiles(const WatchRecording &
     const auto before = first.find(site);
     const std::uint64_t then = before == first.end() ? 0 : before->second.bytes;
     if (at.bytes <= then) continue;
-    const std::vector<std::string> stack = StackOf(recording, site);
     std::string line;
-    for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {
-      const SiteFrame &f = symbolizer.Resolve(*frame);
-      std::string name = f.function.empty() ? f.where : f.function;
-      if (!f.file.empty() && f.line > 0) {
-        name += ' ';
-        name.append(f.file, f.file.rfind('/') + 1);
-        name += ':';
-        name += std::to_string(f.line);
-      }
-      for (char &c : name) {
-        if (c == ';' || c == '\n') c = ',';  // the format's separators
-      }
+    for (const std::string &name : FoldedStack(recording, site, symbolizer)) {
       if (!line.empty()) line += ';';
       line += name;
     }

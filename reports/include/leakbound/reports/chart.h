@@ -65,4 +65,11 @@ std::string RenderSeriesSvg(const CounterSeries& series, const ChartContext& con
 std::string RenderSurvivorsSvg(const std::string& counter, const std::vector<double>& survivors,
                                const std::string& unit, int width = 560, int height = 200);
 
+// One self-contained <svg> flame graph of what grows: each growing row (Grows, format.h) with a
+// stack is a tower of its frames, the outermost at the bottom; frames that rows share merge, and
+// every frame is as wide as the bytes per step of the rows through it. Each frame has a tooltip
+// (<title>: the frame, its rate and share); names that do not fit are cut with "..". Empty when
+// no growing row has a stack.
+std::string RenderGrowthFlameSvg(const std::vector<Attribution>& rows, int width = 960);
+
 }  // namespace leakbound::reports

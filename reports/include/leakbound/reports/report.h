@@ -85,6 +85,9 @@ struct Attribution {
   double bytes_per_step = 0;
   int rose_at = 0;
   int transitions = 0;
+  // The call stack of a watched program's call site, outermost first ("train_step
+  // torch_mlp.py:34", ..., "libtorch_cpu.so.1.13+0x317394a"); empty when none is known.
+  std::vector<std::string> stack{};
 
   bool operator==(const Attribution&) const = default;
 };
