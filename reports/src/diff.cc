@@ -111,6 +111,9 @@ DiffRow CompareVerdicts(const WorkloadResult& base, const WorkloadResult& fresh)
   }
   if (row.status != DiffStatus::kUnchanged && fresh.verdict != kPass) {
     row.evidence = LeakEvidence(fresh);
+    if (!fresh.attribution.empty() && Grows(fresh.attribution.front())) {
+      row.stack = fresh.attribution.front().stack;
+    }
   }
   return row;
 }
@@ -251,6 +254,13 @@ std::string RenderDiffMarkdown(const DiffHeader& header, const DiffTolerance& to
         (row.percent_text.empty() || row.percent_text == "-" ? "" : " (" + row.percent_text + ")") +
         ", " + MarkdownEscape(row.reason) + "\n";
     if (!row.evidence.empty()) out += "  - evidence: " + MarkdownEscape(row.evidence) + "\n";
+    if (!row.stack.empty()) {
+      std::string stack;
+      for (const std::string& frame : row.stack) {
+        stack += (stack.empty() ? "" : " > ") + MarkdownEscape(frame);
+      }
+      out += "  - growing stack (outermost first): " + stack + "\n";
+    }
   }
   if (listed) out += "\n";
   out += "| Workload | Metric | Base | New | Delta | Delta % | Status |\n";

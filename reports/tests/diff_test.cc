@@ -338,6 +338,30 @@ TEST(ReportDiffTest, Markdown_EscapesWorkloadNames) {
   EXPECT_NE(result.markdown.find("| a\\|b\\<i\\> | peak |"), std::string::npos) << result.markdown;
 }
 
+TEST(ReportDiffTest, NewLeak_WithAGrowingStack_ListsTheStackUnderTheEvidence) {
+  const Report base = testing::MakeSampleReport();
+  Report fresh = base;
+  WorkloadResult& workload = *Find(fresh, "mlp_sgd");
+  workload.verdict = kUnboundedGrowth;
+  workload.met_expectation = false;
+  workload.counters.push_back(
+      CounterVerdict{"host.heap_bytes", kUnboundedGrowth, 24, 0, 0, 0, 0, "grew"});
+  Attribution grows{"main at c.c:80", "heap", "none", 4608, 192, 191, 0, 24, 2, 2};
+  grows.stack = {"_start", "main c.c:80"};
+  workload.attribution = {grows};
+  const DiffResult result = DiffReports(base, fresh);
+  EXPECT_EQ(Row(result, "mlp_sgd", "verdict").stack, grows.stack);
+  EXPECT_NE(result.markdown.find("  - evidence: host.heap_bytes +24 B/step; top growing: main at "
+                                 "c.c:80 (heap, scope none): +24 B/step, rose at 2 of 2 block "
+                                 "ends; 4.50 KiB in 192 allocations\n"
+                                 "  - growing stack (outermost first): _start > main c.c:80\n"),
+            std::string::npos)
+      << result.markdown;
+  // A top owner that does not grow at every block end carries no stack.
+  workload.attribution.front().rose_at = 1;
+  EXPECT_TRUE(Row(DiffReports(base, fresh), "mlp_sgd", "verdict").stack.empty());
+}
+
 TEST(ReportDiffTest, NewLeak_VerdictRowCarriesCounterRateFloorAndTopOwner) {
   const Report base = testing::MakeSampleReport();
   Report fresh = base;

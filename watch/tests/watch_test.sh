@@ -423,6 +423,7 @@ PY
     rc=$?
     [ $rc = 1 ] || { cat "$out_root/$case_name.diff" >&2; fail "diff exit $rc, want 1"; }
     head -1 "$out_root/$case_name.diff" | grep -q "regressions in watch_tree / fork 3 of watch_tree (verdict" || fail "the diff does not name the leaking worker"
+    grep -q "^  - growing stack (outermost first): .*Serve tree.c:$(grep -n 'if (leak) g_sink = malloc(64);' "$programs/tree.c" | cut -d: -f1)\$" "$out_root/$case_name.diff" || fail "the diff does not show the leak's growing stack"
     ;;
   tree_daemon_leak)
     # fork, setsid, fork: the daemon outlives its launcher and is still followed to its end.

@@ -59,6 +59,9 @@ struct DiffRow {
   // 1365.3 B/step); top outstanding: param (parameter, scope none): 37.54 KiB in 4
   // allocations". Empty otherwise. Not Markdown-escaped.
   std::string evidence;
+  // With that evidence, when the top owner grows and its stack is known (a watched program's
+  // call site): the stack, outermost frame first. The Markdown lists it under the evidence.
+  std::vector<std::string> stack;
 };
 
 struct DiffResult {
