@@ -636,6 +636,27 @@ assert 'the timer stopped at its first step' in t['subject']['description'], t['
     expect_top_line - "$programs/torch_mlp.py" "output = model(data)"
     ;;
   torch_clean_with) torch_case 0 PASS clean with ;;
+  py_lines_leak | py_lines_busy_thread)
+    # Python lines without torch: keep() and churn() allocate at one native site (bytearray);
+    # churn's blocks die each step, so the line named is keep()'s, from the surviving samples.
+    # busy_thread: another Python thread runs flat out (the line is the main thread's).
+    watch_expect 1 -- "$python" "$programs/py_lines.py" "${case_name#py_lines_}"
+    expect_verdict unbounded-growth host.heap_bytes
+    expect_top_line - "$programs/py_lines.py" "the leaking line"
+    ;;
+  py_lines_own_tracer)
+    # The program traces itself from step 2: its tracer is left alone (it exits 7 if it was
+    # replaced) and the leak is named by its native site, with no Python line.
+    watch_expect 1 -- "$python" "$programs/py_lines.py" own_tracer
+    expect_verdict unbounded-growth host.heap_bytes
+    report_field "w['description']" | grep -q "exited with status 0" || fail "the program's tracer was replaced (or it failed)"
+    report_field "w['attribution'][0]['op']" | grep -q "(Python:" && fail "a Python line although the program traces itself"
+    ;;
+  py_lines_fork)
+    # A forked child samples anew: its line is child_keep()'s, not the parent's keep().
+    watch_expect 1 -- "$python" "$programs/py_lines.py" fork
+    expect_top_line "fork 1 of python3" "$programs/py_lines.py" "the child's leaking line"
+    ;;
   torch_python_lines_off)
     # LEAKBOUND_PYTHON_LINES=0: no tracer; the leak is still caught, its sites named natively.
     LEAKBOUND_PYTHON_LINES=0 torch_case 1 unbounded-growth keep_outputs call

@@ -22,8 +22,9 @@ enum {
 };
 
 /* A site's callers and samples: asked by the marker, the callers taken by the next allocation,
- * then samples until LEAKBOUND_WATCH_SAMPLES were kept. */
-enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled };
+ * then samples until LEAKBOUND_WATCH_SAMPLES were kept, then read by the marker (kReported: no
+ * more bookkeeping on its frees). */
+enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled, kReported };
 
 /* What the hooks touch, 32 bytes a site (the probe walks these); the rest is in SiteCold. */
 typedef struct Site {
@@ -42,6 +43,7 @@ typedef struct SiteCold {
   int frames_sent;
   int python_sent;
   int visits_sampling; /* visits since the callers were taken */
+  int visits_full;     /* visits since its last sample was kept */
   _Atomic int samples_claimed;
   void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
   const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
@@ -93,10 +95,6 @@ static void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
   Site* s = &g_sites[slot];
   SiteCold* cold = &g_cold[slot];
   if (t_unwinding) return;
-  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
-      !atomic_load_explicit(&g_python_tracing, memory_order_relaxed)) {
-    return;
-  }
   if (state == kFramesWanted) {
     int wanted = kFramesWanted;
     if (!atomic_load_explicit(&g_unwinder_ready, memory_order_relaxed) ||
@@ -105,6 +103,12 @@ static void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
     }
     Capture(cold, pc);
     atomic_store_explicit(&s->frames_state, kSampling, memory_order_release);
+  }
+  /* With the module's tracer present, only blocks with a line are kept: none while it is not
+   * tracing, none from a thread it does not trace (only the main thread's line is known). */
+  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
+      (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
+    return;
   }
   const int at = atomic_fetch_add_explicit(&cold->samples_claimed, 1, memory_order_relaxed);
   if (at >= LEAKBOUND_WATCH_SAMPLES) return;
@@ -156,12 +160,11 @@ int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out) {
   const int state = atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire);
   if (s->python_sent || state < kSampling) return 0;
   /* Samples are read once their blocks had a step to die in: two visits after the last one was
-   * kept, or LEAKBOUND_WATCH_SAMPLE_VISITS visits after the first (a site that allocates rarely). */
+   * kept, or LEAKBOUND_WATCH_SAMPLE_VISITS visits after the callers (a site that allocates
+   * rarely). */
   ++s->visits_sampling;
-  if (!(state == kSampled && s->visits_sampling >= 2) &&
-      s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) {
-    return 0;
-  }
+  if (state == kSampled) ++s->visits_full;
+  if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
   int taken = atomic_load_explicit(&s->samples_claimed, memory_order_relaxed);
   if (taken > LEAKBOUND_WATCH_SAMPLES) taken = LEAKBOUND_WATCH_SAMPLES;
   memset(out, 0, sizeof *out);
@@ -173,8 +176,9 @@ int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out) {
     if (where == NULL) continue;
     int here = 0;
     for (int j = 0; j < taken; ++j) {
-      if (s->sample_where[j] == where &&
-          atomic_load_explicit(&s->sample_block[j], memory_order_relaxed) != NULL) {
+      /* The block first (acquire): its line was written before it. */
+      if (atomic_load_explicit(&s->sample_block[j], memory_order_acquire) != NULL &&
+          s->sample_where[j] == where) {
         ++here;
       }
     }
@@ -184,6 +188,8 @@ int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out) {
     }
   }
   s->python_sent = 1;
+  /* Its callers stay readable; its frees stop looking for samples. */
+  atomic_store_explicit(&g_sites[site - 1].frames_state, kReported, memory_order_release);
   return out->where != NULL;
 }
 
@@ -220,10 +226,8 @@ void LeakboundSiteFree(uint32_t site, void* block, int64_t bytes) {
   Site* s = &g_sites[site - 1];
   atomic_fetch_sub_explicit(&s->bytes, bytes, memory_order_relaxed);
   atomic_fetch_sub_explicit(&s->allocations, 1, memory_order_relaxed);
-  if (__builtin_expect(atomic_load_explicit(&s->frames_state, memory_order_relaxed) >= kSampling,
-                       0)) {
-    SampleFreed(site - 1, block);
-  }
+  const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
+  if (__builtin_expect(state == kSampling || state == kSampled, 0)) SampleFreed(site - 1, block);
 }
 
 void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
@@ -259,7 +263,28 @@ void LeakboundSitesForget(void) {
     g_cold[i].frames_sent = 0;
     g_cold[i].python_sent = 0;
     g_cold[i].visits_sampling = 0;
+    g_cold[i].visits_full = 0;
+    /* A forked child samples anew: the parent's samples are its blocks and its lines. Callers
+     * already taken stay (the same code); a capture another thread was in is lost with it. */
+    const int state = atomic_load_explicit(&g_sites[i].frames_state, memory_order_relaxed);
+    if (state != kFramesNone) {
+      atomic_store_explicit(&g_cold[i].samples_claimed, 0, memory_order_relaxed);
+      for (int k = 0; k < LEAKBOUND_WATCH_SAMPLES; ++k) {
+        atomic_store_explicit(&g_cold[i].sample_block[k], NULL, memory_order_relaxed);
+        g_cold[i].sample_where[k] = NULL;
+      }
+      atomic_store_explicit(&g_sites[i].frames_state,
+                            state == kFramesTaking ? kFramesNone
+                            : state >= kSampling   ? kSampling
+                                                   : state,
+                            memory_order_relaxed);
+    }
   }
+  /* The child's module (the same interpreter: a tracer is still present) drops a tracer it
+   * inherited from a traced step and traces again from its own steps (watch/python/leakbound). */
+  atomic_store(&g_python_tracing, 0);
+  atomic_store_explicit(&g_sites_waiting, 0, memory_order_relaxed);
+  t_python_where = NULL;
 }
 
 /* The leakbound module's side (watch/python/leakbound): it says whether its tracer runs (1),

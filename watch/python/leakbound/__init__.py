@@ -77,8 +77,10 @@ def _resolve():
 
 
 def _resolve_lines():
+    # PyDLL: called with the GIL held (CDLL would drop and retake it on every traced line, and
+    # wait for any other busy Python thread each time).
     try:
-        process = _ctypes.CDLL(None)
+        process = _ctypes.PyDLL(None)
         tracer = process.leakbound_python_tracer
         tracer.restype = None
         tracer.argtypes = [_ctypes.c_int]
@@ -183,8 +185,13 @@ def _collect():
 # only) so that each sampled block carries the line of the program that was running; at most
 # _LINES_BUDGET steps per process, then no more tracing. LEAKBOUND_PYTHON_LINES=0: never.
 _LINES_BUDGET = 16
-_lines_left = _LINES_BUDGET if _os.environ.get("LEAKBOUND_PYTHON_LINES", "1") != "0" else 0
+_LINES_ON = _os.environ.get("LEAKBOUND_PYTHON_LINES", "1") != "0"
+_lines_left = _LINES_BUDGET if _LINES_ON else 0
 _lines_state = None  # None: not registered yet; "idle", "tracing", "done"
+# Function entries one traced stretch may see before the tracer stops for good: a program that
+# stops marking steps while traced (its loop ended, an exception) is not traced to its end.
+_CALLS_BUDGET = 200000
+_calls_left = 0
 _line_texts = {}  # (code, line) -> b"FILE:LINE in FUNCTION", kept alive: the preload holds them
 _user_files = {}  # co_filename -> whether it is the program's own code
 _here = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
@@ -231,15 +238,44 @@ def _local_trace(frame, event, arg):
 
 
 def _global_trace(frame, event, arg):
-    if _lines_state != "tracing" or not _is_user(frame.f_code):
+    global _calls_left
+    if _lines_state != "tracing":
+        return None
+    _calls_left -= 1
+    if _calls_left <= 0:
+        _lines_stop("done")
+        return None
+    if not _is_user(frame.f_code):
         return None
     _py_where(_line_of(frame))
     return _local_trace
 
 
+def _lines_stop(state):
+    global _lines_state
+    if _sys.gettrace() is _global_trace:
+        _sys.settrace(None)
+    _lines_state = state
+    _py_tracer(0 if state == "idle" else -1)
+
+
+def _lines_after_fork():
+    """A forked child (a DataLoader worker) registers again at its first step, with a budget of
+    its own; a tracer inherited from a traced step is removed."""
+    global _lines_state, _lines_left
+    if _sys.gettrace() is _global_trace:
+        _sys.settrace(None)
+    _lines_state = None
+    _lines_left = _LINES_BUDGET if _LINES_ON else 0
+
+
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_lines_after_fork)
+
+
 def _lines_after_mark():
     """After a marker: trace the next step while sites wait for samples, within the budget."""
-    global _lines_state, _lines_left
+    global _lines_state, _lines_left, _calls_left
     if _lines_state is None:
         # Registered at the first step, so that samples wait for the tracer from the start; a
         # program that traces itself (a debugger, coverage) is left alone.
@@ -251,12 +287,15 @@ def _lines_after_mark():
     waiting = _py_waiting() > 0
     if _lines_state == "tracing":
         _lines_left -= 1
-        if not waiting or _lines_left <= 0 or _sys.gettrace() is not _global_trace:
-            _sys.settrace(None) if _sys.gettrace() is _global_trace else None
-            _lines_state = "idle" if _lines_left > 0 else "done"
-            _py_tracer(0 if _lines_state == "idle" else -1)
+        if _sys.gettrace() is not _global_trace:
+            _lines_stop("done")  # the program (a debugger, coverage) took the tracer
+        elif not waiting or _lines_left <= 0:
+            _lines_stop("idle" if _lines_left > 0 else "done")
         return
-    if waiting and _sys.gettrace() is None:
+    if waiting and _sys.gettrace() is not None:
+        _lines_stop("done")  # a tracer of the program's own: sites sample without a line
+    elif waiting:
+        _calls_left = _CALLS_BUDGET
         _lines_state = "tracing"
         _sys.settrace(_global_trace)
         frame = _sys._getframe(1)

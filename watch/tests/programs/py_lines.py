@@ -1,0 +1,71 @@
+"""Python lines under `leakbound watch` without torch (watch/tests/watch_test.sh, cases
+py_lines_*): `py_lines.py MODE`, 300 steps marked with leakbound.step().
+
+MODE: leak (each step keeps a 512-byte bytearray, made by keep(); a 64-byte one made by churn()
+dies every step) | own_tracer (the same leak; at step 2, before any site is sampled, the program
+installs a tracer of its own, as a debugger or coverage would: it must stay) | busy_thread (the same leak, while another Python thread runs
+Python code without pause) | fork (the parent keeps a bytearray a step made by keep() for 120
+steps, long enough for its samples to be read, then forks; the child keeps one a step made by
+child_keep(), marks 300 steps of its own and exits: the child's line is child_keep's, never the
+parent's).
+"""
+import os
+import sys
+import threading
+
+import leakbound
+
+MODE = sys.argv[1]
+kept = []
+
+
+def keep():
+    kept.append(bytearray(512))  # the leaking line
+
+
+def churn():
+    return len(bytearray(64))
+
+
+def child_keep():
+    kept.append(bytearray(768))  # the child's leaking line
+
+
+def own_tracer(frame, event, arg):
+    return None
+
+
+def spin(stop):
+    n = 0
+    while not stop.is_set():
+        n += 1
+
+
+stop = threading.Event()
+if MODE == "busy_thread":
+    threading.Thread(target=spin, args=(stop,), daemon=True).start()
+
+if MODE == "fork":
+    for _ in range(120):
+        churn()
+        keep()
+        leakbound.step()
+    pid = os.fork()
+    if pid == 0:
+        for _ in range(300):
+            churn()
+            child_keep()
+            leakbound.step()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+
+for step in range(300):
+    if MODE == "own_tracer" and step == 2:
+        sys.settrace(own_tracer)
+    churn()
+    keep()
+    leakbound.step()
+stop.set()
+if MODE == "own_tracer" and sys.gettrace() is not own_tracer:
+    sys.exit(7)  # the program's own tracer was replaced
