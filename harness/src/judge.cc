@@ -136,7 +136,24 @@ std::vector<reports::Attribution> Attribute(const Trace& trace) {
   };
   const OutstandingSnapshot& first = trace.outstanding.front();
   const OutstandingSnapshot& last = trace.outstanding.back();
+  // One row per key at the last block end (two call sites can share a name: "?" for code in no
+  // module): bytes and allocations summed, the widest age range.
+  std::vector<OutstandingRow> merged;
+  std::map<Key, std::size_t> index;
   for (const OutstandingRow& row : last.rows) {
+    const auto [at, added] = index.emplace(key(row), merged.size());
+    if (added) {
+      merged.push_back(row);
+      continue;
+    }
+    OutstandingRow& into = merged[at->second];
+    into.bytes += row.bytes;
+    into.allocations += row.allocations;
+    if (row.oldest_step >= 0 && (into.oldest_step < 0 || row.oldest_step < into.oldest_step))
+      into.oldest_step = row.oldest_step;
+    into.newest_step = std::max(into.newest_step, row.newest_step);
+  }
+  for (const OutstandingRow& row : merged) {
     reports::Attribution a;
     a.op = row.op;
     a.role = row.role;

@@ -180,6 +180,24 @@ TEST(Judge, Attribution_RowRisingAtEveryBlockEnd_ComesBeforeAOneTimeJump) {
   EXPECT_EQ(r.attribution[2].bytes_per_step, 0);
 }
 
+// Two call sites under one name ("?": code in no module) are one row, judged on their sum.
+TEST(Judge, Attribution_RowsSharingAName_AreMergedBeforeTheirGrowthIsRead) {
+  Trace t = GpuTrace(false, Flat(0), Flat(0), Flat(0), Flat(0));
+  const int first = kWarmup + kSteps - 1;
+  for (int b = 0; b < 3; ++b) {
+    const int end = first + b * kSteps;
+    OutstandingSnapshot snapshot{end, {{"?", "heap", "none", 1000, 1, 0, 0}}};
+    if (b > 0) snapshot.rows.push_back({"?", "heap", "none", 5u * b, 1u * b, kWarmup, end});
+    t.outstanding.push_back(snapshot);
+  }
+  const auto r = Judge(t);
+  ASSERT_EQ(r.attribution.size(), 1u);
+  EXPECT_EQ(r.attribution[0].bytes, 1010u);
+  EXPECT_EQ(r.attribution[0].allocations, 3u);
+  EXPECT_EQ(r.attribution[0].rose_at, 2);
+  EXPECT_DOUBLE_EQ(r.attribution[0].bytes_per_step, 10.0 / (2 * kSteps));
+}
+
 TEST(TraceFile, RoundTrip_IsExact) {
   TraceFile file;
   file.meta.device_class = "cpu";

@@ -479,6 +479,7 @@ std::string FlameFill(const std::string& name) {
 }
 
 constexpr double kFlameRow = 18;
+constexpr int kFlameMostDepth = 64;
 constexpr double kFlameTitle = 22;
 constexpr double kFlameCharWidth = 6.6;  // 11px monospace, about
 
@@ -522,7 +523,9 @@ std::string RenderGrowthFlameSvg(const std::vector<Attribution>& rows, int width
     if (!Grows(row) || row.stack.empty()) continue;
     root.weight += row.bytes_per_step;
     FlameNode* node = &root;
+    int depth = 0;
     for (const std::string& frame : row.stack) {
+      if (++depth > kFlameMostDepth) break;  // the outermost frames; a report holds at most 256
       auto child = std::find_if(node->children.begin(), node->children.end(),
                                 [&](const FlameNode& c) { return c.name == frame; });
       if (child == node->children.end()) {
@@ -533,7 +536,7 @@ std::string RenderGrowthFlameSvg(const std::vector<Attribution>& rows, int width
       node = &*child;
     }
   }
-  if (!(root.weight > 0)) return "";
+  if (!(root.weight > 0) || !std::isfinite(root.weight)) return "";
   root.name += " (" + FormatRate(root.weight, "bytes", true) + ")";
   const double height = kFlameTitle + FlameDepth(root) * kFlameRow;
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flame\" width=\"" +

@@ -480,6 +480,8 @@ CounterVerdict ReadCounterVerdict(const FieldReader& in) {
   return counter;
 }
 
+constexpr std::size_t kMostStackFrames = 256;
+
 Attribution ReadAttribution(const FieldReader& in) {
   Attribution row;
   row.op = in.String("op");
@@ -499,7 +501,14 @@ Attribution ReadAttribution(const FieldReader& in) {
                                    "), got " + std::to_string(row.rose_at));
     }
   }
-  if (in.Has("stack")) row.stack = in.StringArray("stack");
+  if (in.Has("stack")) {
+    row.stack = in.StringArray("stack");
+    // The watcher writes at most a dozen frames; a deeper stack is not one it wrote.
+    if (row.stack.size() > kMostStackFrames) {
+      in.OutOfRange("stack", "at most " + std::to_string(kMostStackFrames) + " frames, got " +
+                                 std::to_string(row.stack.size()));
+    }
+  }
   return row;
 }
 

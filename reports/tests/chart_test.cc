@@ -246,6 +246,15 @@ TEST(ReportChartTest, FlameGraph_NothingGrowingWithAStack_IsEmpty) {
   EXPECT_EQ(RenderGrowthFlameSvg({}), "");
 }
 
+TEST(ReportChartTest, FlameGraph_InfiniteTotal_IsNoGraph_AndADeepStackIsCut) {
+  EXPECT_EQ(RenderGrowthFlameSvg({GrowingRow({"a", "b"}, 1e308), GrowingRow({"a", "c"}, 1e308)}),
+            "");
+  const std::string deep =
+      RenderGrowthFlameSvg({GrowingRow(std::vector<std::string>(100000, "x"), 8)});
+  EXPECT_EQ(CountOf(deep, "<rect"), 65u) << "the root and the 64 outermost frames";
+  EXPECT_EQ(deep.find("nan"), std::string::npos);
+}
+
 TEST(ReportChartTest, FlameGraph_HostileFrameNames_AreEscaped_AndLongOnesCut) {
   const std::string long_name(400, 'x');
   const std::string svg = RenderGrowthFlameSvg(

@@ -231,6 +231,9 @@ TEST(ReportJsonTest, AttributionStack_RoundTrips_AndANonStringFrameIsRefusedWith
   json["workloads"][1]["attribution"][0]["stack"][1] = 7;
   EXPECT_EQ(CatchReportError([&] { ParseReport(json.dump(), "bad.json"); }).json_path(),
             "$.workloads[1].attribution[0].stack[1]");
+  json["workloads"][1]["attribution"][0]["stack"] = std::vector<std::string>(257, "f");
+  EXPECT_EQ(CatchReportError([&] { ParseReport(json.dump(), "deep.json"); }).json_path(),
+            "$.workloads[1].attribution[0].stack");
 }
 
 TEST(ReportJsonTest, AttributionWithoutGrowthFields_AnOlderReport_ReadsAsNoGrowth) {
