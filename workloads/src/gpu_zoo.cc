@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "leakbound/runtime/cuda/cublas_api.h"
+
 namespace leakbound::workloads::internal {
 namespace {
 
@@ -112,12 +114,12 @@ class CublasHandlePerStep final : public GpuRig {
   void Step(std::int64_t) override {
     rig_.TrainStep();
     cublasHandle_t handle = nullptr;
-    if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+    if (leakbound::runtime::Cublas().create(&handle) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
     handles_.push_back(handle);
     Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   void Teardown() override {
-    for (cublasHandle_t h : handles_) cublasDestroy(h);
+    for (cublasHandle_t h : handles_) leakbound::runtime::Cublas().destroy(h);
     handles_.clear();
     GpuRig::Teardown();
   }

@@ -16,6 +16,7 @@
 
 #include "cuda_backend.h"
 #include "cuda_check.h"
+#include "leakbound/runtime/cuda/cublas_api.h"
 #include "leakbound/runtime/errors.h"
 
 namespace leakbound::runtime {
@@ -365,9 +366,9 @@ __global__ void MseLossKernel(Index n, const float* pred, const float* target, f
 
 void CheckCublas(cublasStatus_t status, const char* call) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw RuntimeError(std::string(call) + " failed: " + cublasGetStatusName(status) + " (" +
+  throw RuntimeError(std::string(call) + " failed: " + Cublas().status_name(status) + " (" +
                      std::to_string(static_cast<int>(status)) +
-                     "): " + cublasGetStatusString(status));
+                     "): " + Cublas().status_string(status));
 }
 
 int GemmDim(Index value, const char* name) {
@@ -386,23 +387,23 @@ class CudaBackend final : public Backend {
   CudaBackend(int device, cudaStream_t stream, std::string description)
       : device_(device), stream_(stream), description_(std::move(description)) {
     const DeviceGuard guard(device_);
-    CheckCublas(cublasCreate(&cublas_), "cublasCreate");
+    CheckCublas(Cublas().create(&cublas_), "cublasCreate");
     try {
-      CheckCublas(cublasSetStream(cublas_, stream_), "cublasSetStream");
+      CheckCublas(Cublas().set_stream(cublas_, stream_), "cublasSetStream");
       // Plain FP32 (no TF32 tensor-op math): the tolerance against the CPU assumes it.
-      CheckCublas(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+      CheckCublas(Cublas().set_math_mode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
       // The CountNonFinite counter: backend scratch, not tensor data, so it does not go through
       // the resource stack (like cuBLAS's own workspace).
       CheckCuda(cudaMalloc(&counter_, sizeof(*counter_)), "cudaMalloc (non-finite counter)");
     } catch (...) {
-      cublasDestroy(cublas_);
+      Cublas().destroy(cublas_);
       throw;
     }
   }
   ~CudaBackend() override {
     const DeviceGuard guard(device_);
     if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
-    cublasDestroy(cublas_);
+    Cublas().destroy(cublas_);
     if (cudaFree(counter_) != cudaSuccess) (void)cudaGetLastError();
   }
   CudaBackend(const CudaBackend&) = delete;
@@ -462,7 +463,7 @@ class CudaBackend final : public Backend {
       LB_LAUNCH(ScaleMatrixKernel, GridFor(m * n), kBlock, m, n, beta, c, ldc);
       return;
     }
-    CheckCublas(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+    CheckCublas(Cublas().sgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                             trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, GemmDim(n, "n"), GemmDim(m, "m"),
                             GemmDim(k, "k"), &alpha, b, GemmDim(ldb, "ldb"), a, GemmDim(lda, "lda"),
                             &beta, c, GemmDim(ldc, "ldc")),

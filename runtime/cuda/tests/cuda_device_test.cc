@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda_test_support.h"
+#include "leakbound/runtime/cuda/cublas_api.h"
 #include "leakbound/runtime/session.h"
 #include "leakbound/runtime/trainer.h"
 
@@ -68,6 +69,20 @@ TEST(CudaDevice, OpenWithoutAUsableDevice_RaisesDeviceUnavailableNamingTheCause)
   EXPECT_EQ(CudaProcessPool(0), nullptr);
   EXPECT_EQ(CudaProcessStats(0).live_bytes, 0);
   EXPECT_EQ(ProcessStats(Device::Cuda(0)).allocation_count, 0);
+}
+
+// cuBLAS is loaded on first use (cublas_api.h), not linked: it must still be found where the
+// toolkit is (the executable's RUNPATH), with every entry point the runtime calls. Needs no
+// driver: the status strings are host code.
+TEST(CudaDevice, Cublas_IsLoadedOnFirstUse_WithEveryEntryPoint) {
+  const CublasApi& api = Cublas();
+  EXPECT_NE(api.create, nullptr);
+  EXPECT_NE(api.destroy, nullptr);
+  EXPECT_NE(api.set_stream, nullptr);
+  EXPECT_NE(api.set_math_mode, nullptr);
+  EXPECT_NE(api.sgemm, nullptr);
+  EXPECT_STREQ(api.status_name(CUBLAS_STATUS_NOT_INITIALIZED), "CUBLAS_STATUS_NOT_INITIALIZED");
+  EXPECT_EQ(&Cublas(), &api);  // loaded once
 }
 
 TEST(CudaDevice, IndexPastTheLastDevice_SaysWhichDevicesExist) {
