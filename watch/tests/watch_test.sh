@@ -208,6 +208,28 @@ case $case_name in
     expect_verdict PASS host.heap_bytes
     report_field "w['attribution']" | grep -qx '\[\]' || fail "a clean program has attributed sites"
     ;;
+  threads_sites_leak)
+    # Four threads, 160 call sites, blocks freed on another thread than the one that allocated
+    # them: the per-thread call-site books must add up exactly at each (quiet) step.
+    watch_expect 1 -- "$(dirname "$c_steps")/watch_threads" leak 200
+    expect_verdict unbounded-growth host.heap_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    [ "$slope" = "128.0" ] || fail "host.heap_bytes slope $slope, want exactly 128.0 bytes/step (4 x 32)"
+    expect_top_line - "$programs/threads.c" "the leak: 32 B"
+    rate=$(report_field "w['attribution'][0]['bytes_per_step']")
+    [ "$rate" = "128.0" ] || fail "the leaking line's rate is $rate B/step, want exactly 128.0"
+    ;;
+  threads_sites_clean)
+    watch_expect 0 -- "$(dirname "$c_steps")/watch_threads" clean 200
+    expect_verdict PASS host.heap_bytes
+    python3 - "$out/report.json" <<'PY' || fail "a clean threaded program has a growing call site"
+import json, sys
+w = json.load(open(sys.argv[1]))["workloads"][0]
+rising = [a["op"] for a in w["attribution"] if a.get("rose_at", 0) == a.get("transitions", -1) and a.get("bytes_per_step", 0) > 0]
+print("  attribution rows: %d, rising at every block end: %s" % (len(w["attribution"]), rising))
+sys.exit(1 if rising else 0)
+PY
+    ;;
   c_crash)
     watch_expect 5 -- "$c_steps" crash 40
     expect_verdict error

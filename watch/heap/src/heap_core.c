@@ -65,7 +65,7 @@ enum {
   kGranuleShift = LEAKBOUND_HEAP_GRANULE_SHIFT,
   kRegionBits = 27,         /* 128 MiB of address space per region */
   kAddressBits = 47,        /* user space without 5-level paging hints */
-  kThreadSlots = 1024,      /* per-thread counter slots; slot 0 is shared */
+  kThreadSlots = LEAKBOUND_HEAP_SLOTS, /* per-thread counter slots; slot 0 is shared */
   kSizeBits = 40,           /* meta word: size in the low bits, call site above */
   kSiteMax = (1 << 24) - 1, /* the largest call-site id a record holds */
   kEpochShift = 48,         /* a record key: address | birth epoch << 48 */
@@ -332,7 +332,7 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
     return 0;
   }
   CountAllocated(c, size);
-  return 1;
+  return 1 + (int)(c - g_threads);
 }
 
 /* The common path: a counting thread with its own slot, a mapped region, an empty record. The
@@ -354,7 +354,7 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
         atomic_store_explicit(&record->key, key | ((uintptr_t)CurrentEpoch(clock) << kEpochShift),
                               memory_order_relaxed);
         CountAllocated(c, size);
-        return 1;
+        return 1 + (int)(c - g_threads);
       }
     }
   }
@@ -391,12 +391,20 @@ void LeakboundHeapOnFree(const void *block) {
 
 LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
   LeakboundHeapTaken taken = LeakboundHeapTake(block);
-  if (taken.found) CountTakenFreed(Counters(), taken.size, taken.epoch);
+  if (taken.found) {
+    ThreadCounters *c = Counters();
+    CountTakenFreed(c, taken.size, taken.epoch);
+    taken.slot = c->shared ? 0 : 1 + (uint32_t)(c - g_threads);
+  }
   return taken;
 }
 
+int LeakboundHeapSlotsUsed(void) {
+  return atomic_load_explicit(&g_threads_used, memory_order_acquire);
+}
+
 LeakboundHeapTaken LeakboundHeapTake(const void *block) {
-  LeakboundHeapTaken taken = {0, 0, 0, 0};
+  LeakboundHeapTaken taken = {0, 0, 0, 0, 0};
   uint64_t meta;
   unsigned epoch;
   if (RecordTake((uintptr_t)block, &meta, &epoch)) {

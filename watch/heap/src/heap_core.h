@@ -32,14 +32,19 @@ typedef struct LeakboundHeapTaken {
   uint64_t size;
   uint32_t site;
   unsigned epoch; /* the census epoch the block was born in */
+  /* OnFreeTaken: the freeing thread's counter slot + 1 while it has a slot of its own (0: the
+   * shared slot, or unknown), for per-thread books kept beside the core's (the preload's call
+   * sites). */
+  uint32_t slot;
 } LeakboundHeapTaken;
 
 /* A block the allocator just returned: counted and recorded unless this thread is excluded or
  * counting is paused. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnAlloc(const void* block, uint64_t size);
 /* The same, with a call-site id stored in the record (returned by OnFreeTaken / Take; ids above
- * 2^24 - 1 are stored as 0). Returns 1 when the block was recorded, 0 when it was not (excluded,
- * paused, or untracked), so that per-site books can follow the core's. */
+ * 2^24 - 1 are stored as 0). Returns 0 when the block was not recorded (excluded, paused, or
+ * untracked), else the allocating thread's counter slot + 1 (1: the shared slot), so that
+ * per-site books can follow the core's and be kept per thread like its counters. */
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocAt(const void* block, uint64_t size, uint32_t site);
 /* A block about to be handed back to the allocator (call BEFORE the real free: once freed, the
  * address may be reused by another thread's malloc). Uncounted blocks are ignored. */
@@ -52,6 +57,11 @@ LEAKBOUND_HEAP_HIDDEN LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void* bl
 LEAKBOUND_HEAP_HIDDEN LeakboundHeapTaken LeakboundHeapTake(const void* block);
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapPutBack(const void* block, LeakboundHeapTaken taken);
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapForgetTaken(LeakboundHeapTaken taken);
+
+/* Counter slots ever claimed: slots [1, used) are threads' own (LeakboundHeapTaken.slot). */
+LEAKBOUND_HEAP_HIDDEN int LeakboundHeapSlotsUsed(void);
+/* The largest number of slots (kThreadSlots). */
+#define LEAKBOUND_HEAP_SLOTS 1024
 
 /* Set once by the front end: NULL when its hooks receive the process's allocations, else the
  * reason they cannot (static storage). */

@@ -35,10 +35,15 @@ const void *Address(int test, uintptr_t offset) {
 TEST(HeapCoreTest, OnAllocAt_StoresTheSite_OnFreeTakenReturnsItAndDecrements) {
   const leakbound_heap_stats start = Read();
   const void *block = Address(1, 0);
-  EXPECT_EQ(LeakboundHeapOnAllocAt(block, 40, 1234), 1);
+  // The thread's own counter slot + 1 (slot 0 is the shared one): the preload keeps per-thread
+  // call-site books by it.
+  const int slot = LeakboundHeapOnAllocAt(block, 40, 1234);
+  EXPECT_GE(slot, 2);
+  EXPECT_LT(slot, LeakboundHeapSlotsUsed() + 1);
   EXPECT_EQ(Read().live_bytes - start.live_bytes, 40u);
   LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
   EXPECT_EQ(taken.found, 1);
+  EXPECT_EQ(taken.slot, static_cast<uint32_t>(slot));  // freed by the same thread
   EXPECT_EQ(taken.size, 40u);
   EXPECT_EQ(taken.site, 1234u);
   const leakbound_heap_stats after = Read();
@@ -52,7 +57,7 @@ TEST(HeapCoreTest, OnAllocAt_StoresTheSite_OnFreeTakenReturnsItAndDecrements) {
 
 TEST(HeapCoreTest, OnAllocAt_SiteAboveTwentyFourBits_IsStoredAsZero) {
   const void *block = Address(2, 0);
-  ASSERT_EQ(LeakboundHeapOnAllocAt(block, 8, 1u << 24), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(block, 8, 1u << 24), 0);
   EXPECT_EQ(LeakboundHeapOnFreeTaken(block).site, 0u);
 }
 
@@ -67,7 +72,7 @@ TEST(HeapCoreTest, OnAllocAt_Excluded_ReturnsZeroAndRecordsNothing) {
 
 TEST(HeapCoreTest, TakeAndPutBack_KeepTheSite) {
   const void *block = Address(4, 0);
-  ASSERT_EQ(LeakboundHeapOnAllocAt(block, 100, 9), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(block, 100, 9), 0);
   LeakboundHeapTaken taken = LeakboundHeapTake(block);
   ASSERT_EQ(taken.found, 1);
   LeakboundHeapPutBack(block, taken);
@@ -157,10 +162,10 @@ std::vector<leakbound_heap_cohort> Census() {
 TEST(HeapCoreCensusTest, SurvivorsAreCountedInTheCohortTheyWereBornIn) {
   leakbound_heap_census_start();
   ASSERT_EQ(leakbound_heap_cohort_now(), 0);
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(20, 0), 100, 0), 1);
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(20, 64), 7, 0), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(20, 0), 100, 0), 0);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(20, 64), 7, 0), 0);
   EXPECT_EQ(leakbound_heap_next_cohort(), 1);
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(20, 128), 30, 0), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(20, 128), 30, 0), 0);
   LeakboundHeapOnFree(Address(20, 64));  // born in cohort 0, freed in cohort 1
   EXPECT_EQ(leakbound_heap_next_cohort(), 2);
   std::vector<leakbound_heap_cohort> census = Census();
@@ -179,10 +184,10 @@ TEST(HeapCoreCensusTest, SurvivorsAreCountedInTheCohortTheyWereBornIn) {
 
 TEST(HeapCoreCensusTest, ANewCensus_LeavesBlocksOfTheLastOneOutEvenWhenTheyAreFreedLater) {
   leakbound_heap_census_start();
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(21, 0), 500, 0), 1);  // an earlier census's survivor
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(21, 0), 500, 0), 0);  // an earlier census's survivor
   leakbound_heap_next_cohort();
   leakbound_heap_census_start();
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(21, 64), 40, 0), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(21, 64), 40, 0), 0);
   LeakboundHeapOnFree(Address(21, 0));  // freed now: must not reduce cohort 0 of this census
   std::vector<leakbound_heap_cohort> census = Census();
   ASSERT_EQ(census.size(), 1u);
@@ -194,7 +199,7 @@ TEST(HeapCoreCensusTest, ANewCensus_LeavesBlocksOfTheLastOneOutEvenWhenTheyAreFr
 
 TEST(HeapCoreCensusTest, ReallocPutBack_KeepsTheBirthCohort) {
   leakbound_heap_census_start();
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(22, 0), 64, 3), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(22, 0), 64, 3), 0);
   leakbound_heap_next_cohort();
   LeakboundHeapTaken taken = LeakboundHeapTake(Address(22, 0));
   ASSERT_EQ(taken.found, 1);
@@ -208,10 +213,10 @@ TEST(HeapCoreCensusTest, ReallocPutBack_KeepsTheBirthCohort) {
 
 TEST(HeapCoreCensusTest, StaleRecord_LeavesItsBirthCohort) {
   leakbound_heap_census_start();
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(23, 0), 24, 0), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(23, 0), 24, 0), 0);
   leakbound_heap_next_cohort();
   // Its free bypassed the hooks; the allocator hands the granule out again.
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(23, kSameGranule), 8, 0), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(23, kSameGranule), 8, 0), 0);
   std::vector<leakbound_heap_cohort> census = Census();
   EXPECT_EQ(census[0].bytes, 0);
   EXPECT_EQ(census[1].bytes, 8);
@@ -222,7 +227,7 @@ TEST(HeapCoreCensusTest, CohortsSaturateAtTheLast) {
   leakbound_heap_census_start();
   for (int i = 0; i < LEAKBOUND_HEAP_COHORTS + 10; ++i) leakbound_heap_next_cohort();
   EXPECT_EQ(leakbound_heap_cohort_now(), LEAKBOUND_HEAP_COHORTS - 1);
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(24, 0), 16, 0), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(24, 0), 16, 0), 0);
   std::vector<leakbound_heap_cohort> census = Census();
   ASSERT_EQ(census.size(), static_cast<std::size_t>(LEAKBOUND_HEAP_COHORTS));
   EXPECT_EQ(census.back().bytes, 16);
@@ -233,7 +238,7 @@ TEST(HeapCoreCensusTest, CohortsSaturateAtTheLast) {
 
 TEST(HeapCoreCensusTest, BlockFreedOnAnotherThread_LeavesItsCohortExact) {
   leakbound_heap_census_start();
-  ASSERT_EQ(LeakboundHeapOnAllocAt(Address(25, 0), 1000, 0), 1);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(25, 0), 1000, 0), 0);
   leakbound_heap_next_cohort();
   std::thread([] { LeakboundHeapOnFree(Address(25, 0)); }).join();
   EXPECT_EQ(Census()[0].bytes, 0);

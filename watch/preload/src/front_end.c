@@ -25,23 +25,24 @@ static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
   } else {
     /* An excluded thread's allocation (the marker's) claims no site. */
     uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
-    if (LeakboundHeapOnAllocAt(block, size, site) && site) {
-      LeakboundSiteAlloc(site, block, (int64_t)size);
-    }
+    const int slot = LeakboundHeapOnAllocAt(block, size, site);
+    if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size);
   }
   LeakboundJobClockCheck(); /* after the record: a sample here sees this block */
 }
 
 static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
-  if (taken.site) LeakboundSiteFree(taken.site, block, (int64_t)taken.size);
+  if (taken.site) LeakboundSiteFree(taken.site, 0, block, (int64_t)taken.size);
   LeakboundHeapForgetTaken(taken);
 }
 
 static inline void Uncounted(void* block) {
   if (g_leakbound_sites_on) {
     LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
-    if (taken.found && taken.site) LeakboundSiteFree(taken.site, block, (int64_t)taken.size);
+    if (taken.found && taken.site) {
+      LeakboundSiteFree(taken.site, taken.slot, block, (int64_t)taken.size);
+    }
   } else {
     LeakboundHeapOnFree(block);
   }

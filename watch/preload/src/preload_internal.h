@@ -19,9 +19,11 @@ extern LB_HIDDEN int g_leakbound_sites_on;
  * table is full (the allocation is still counted, only not attributed). Lock-free. */
 LB_HIDDEN uint32_t LeakboundSiteFor(uintptr_t pc);
 /* A block of `bytes` allocated at / freed from site (the hooks, after the core's record): adds
- * to the site's survivors and, at a site the marker asked about, takes callers and samples. */
-LB_HIDDEN void LeakboundSiteAlloc(uint32_t site, void* block, int64_t bytes);
-LB_HIDDEN void LeakboundSiteFree(uint32_t site, void* block, int64_t bytes);
+ * to the site's survivors and, at a site the marker asked about, takes callers and samples.
+ * slot: the thread's heap-core slot + 1 (LeakboundHeapOnAllocAt's value, LeakboundHeapTaken's
+ * slot), whose per-thread books take the bytes; 0 or 1 (unknown, the shared slot): atomics. */
+LB_HIDDEN void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes);
+LB_HIDDEN void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes);
 
 /* Reporting side (the marker, never a hook): visits every site whose survivors changed since
  * the previous visit; first_time is 1 the first time a site is visited. Not thread-safe: the
