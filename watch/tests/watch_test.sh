@@ -230,6 +230,19 @@ print("  attribution rows: %d, rising at every block end: %s" % (len(w["attribut
 sys.exit(1 if rising else 0)
 PY
     ;;
+  address_space_limit)
+    # The same blocks bare and watched under one address-space limit (docs/watch.md, "Limits"):
+    # the preload's tables must not make the program run out earlier.
+    prog=$(dirname "$c_steps")/watch_address_space
+    bare=$( (ulimit -v 1400000 && "$prog" 64) ) || fail "the program failed bare"
+    [ "${bare#blocks }" -ge 8 ] || fail "bare got only '$bare' under ulimit -v 1400000"
+    watched=$( (ulimit -v 1400000 && "$leakbound" watch --out "$out" -- "$prog" 64) 2>"$out_root/$case_name.stderr")
+    rc=$?
+    watched=$(printf '%s\n' "$watched" | grep '^blocks ')
+    echo "  bare: $bare; watched: $watched (watch exit $rc)"
+    [ "$watched" = "$bare" ] || { cat "$out_root/$case_name.stderr" >&2; fail "watched got '$watched', bare '$bare'"; }
+    [ -f "$out/report.json" ] || fail "no report"
+    ;;
   c_crash)
     watch_expect 5 -- "$c_steps" crash 40
     expect_verdict error

@@ -3,11 +3,13 @@
  * LeakboundHeapOn* functions from inside malloc/free; nothing here allocates, locks or blocks, and
  * the fast path has no lock-prefixed instruction.
  *
- * Records: a direct-mapped table keyed by the block's address. The address space is cut into 128
- * MiB regions; a region's records are mmap'd (MAP_NORESERVE, raw syscall so that no interposed mmap
- * sees it) when its first block is recorded, one 16-byte record per granule of 32 bytes (glibc:
- * distinct live blocks are >= MINSIZE = 32 bytes apart) or 16 bytes (sanitizer allocators:
- * LEAKBOUND_HEAP_GRANULE_SHIFT=4). Two live blocks therefore never share a record: the record of a
+ * Records: a direct-mapped table keyed by the block's address, in two levels: the address space is
+ * cut into 128 MiB regions, each with a directory (4 KiB) of 512 chunks of 256 KiB of address. A
+ * chunk holds one 16-byte record per granule of 32 bytes (glibc: distinct live blocks are >=
+ * MINSIZE = 32 bytes apart) or 16 bytes (sanitizer allocators: LEAKBOUND_HEAP_GRANULE_SHIFT=4).
+ * A directory and a chunk are mmap'd (MAP_NORESERVE, raw syscall so that no interposed mmap sees
+ * it) when the first block of their stretch is recorded; when the kernel refuses, the block goes
+ * untracked and the heap says it is degraded. Two live blocks never share a record: the record of a
  * live block belongs to whoever holds the block, so malloc writes it and free clears it with plain
  * stores, ordered by the allocator's own hand-over of the address (free before the next malloc that
  * returns it). A record still set when malloc returns its granule again is stale (that block's free
@@ -15,10 +17,13 @@
  * block because the user pointer stays the allocator's own (malloc_usable_size, memalign and
  * realloc need no translation), a pointer never recorded (allocated before the library loaded, by
  * ld.so, or while excluded) is simply not found, and the sanitizer mode can use it too. The price:
- * committed pages of half the span of the small-block heap (16 bytes per 32), and 64 MiB of address
- * space per region touched. Record: key + one word of size (40 bits, up to 1 TiB) and call-site id
- * (24 bits, 0 unless the front end passes one: `leakbound watch`'s per-call-site outstanding
- * bytes).
+ * committed pages of half the span of the small-block heap (16 bytes per 32), and address space
+ * of half the span of each 256 KiB stretch that holds a block: a 100 MiB block mmap'd on its own
+ * reserves 132 KiB (a directory and one chunk; the one-level tables before reserved 64 MiB per
+ * region touched, and a program under `ulimit -v` ran out of memory sooner watched than bare).
+ * Record:
+ * key + one word of size (40 bits, up to 1 TiB) and call-site id (24 bits, 0 unless the front end
+ * passes one: `leakbound watch`'s per-call-site outstanding bytes).
  *
  * Counters: every figure sits in a per-thread slot written only by its owner (relaxed load + store,
  * no lock prefix) and summed by leakbound_heap_read, so live bytes and allocations are exact
@@ -63,7 +68,8 @@
 
 enum {
   kGranuleShift = LEAKBOUND_HEAP_GRANULE_SHIFT,
-  kRegionBits = 27,         /* 128 MiB of address space per region */
+  kRegionBits = 27,         /* 128 MiB of address space per region (a directory) */
+  kChunkBits = 18,          /* 256 KiB of address space per chunk of records */
   kAddressBits = 47,        /* user space without 5-level paging hints */
   kThreadSlots = LEAKBOUND_HEAP_SLOTS, /* per-thread counter slots; slot 0 is shared */
   kSizeBits = 40,           /* meta word: size in the low bits, call site above */
@@ -74,7 +80,8 @@ enum {
 };
 static const uintptr_t kEmpty = 0;
 static const size_t kRegions = (size_t)1 << (kAddressBits - kRegionBits);
-static const size_t kRecordsPerRegion = (size_t)1 << (kRegionBits - kGranuleShift);
+static const size_t kChunksPerRegion = (size_t)1 << (kRegionBits - kChunkBits);
+static const size_t kRecordsPerChunk = (size_t)1 << (kChunkBits - kGranuleShift);
 static const uint64_t kSizeMask = ((uint64_t)1 << kSizeBits) - 1;
 static const uintptr_t kAddressMask = ((uintptr_t)1 << kEpochShift) - 1;
 
@@ -107,7 +114,13 @@ typedef struct ThreadState {
   int exclude_depth;
 } ThreadState;
 
-static _Atomic(Record *) g_regions[(size_t)1 << (kAddressBits - kRegionBits)]; /* 8 MiB, bss */
+/* A region's directory: one pointer per chunk of records, NULL until a block is recorded in its
+ * stretch of address (4 KiB). */
+typedef struct Directory {
+  _Atomic(Record *) chunks[(size_t)1 << (kRegionBits - kChunkBits)];
+} Directory;
+
+static _Atomic(Directory *) g_regions[(size_t)1 << (kAddressBits - kRegionBits)]; /* 8 MiB, bss */
 static _Atomic int g_paused;
 static _Atomic int g_degraded;
 static ThreadCounters g_threads[kThreadSlots] = {{.owned = 1, .shared = 1}};
@@ -261,34 +274,67 @@ static __attribute__((noinline)) void CountUntracked(ThreadCounters *c) {
 
 /* ---- the records ------------------------------------------------------------------------ */
 
-/* Maps the records of a region on its first block; NULL when mmap fails (retried next time). */
-static __attribute__((noinline)) Record *MapRegion(size_t region) {
-  size_t bytes = sizeof(Record) * kRecordsPerRegion;
+/* Anonymous memory for the tables, by raw syscall so that no interposed mmap sees it; NULL when
+ * the kernel refuses (address space or commit limits: the block goes untracked). */
+static void *MapTable(size_t bytes) {
   long mapped = syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (mapped == -1) return NULL;
-  Record *expected = NULL;
-  if (atomic_compare_exchange_strong_explicit(&g_regions[region], &expected, (Record *)mapped,
-                                              memory_order_acq_rel, memory_order_acquire)) {
-    return (Record *)mapped;
-  }
-  syscall(SYS_munmap, mapped, bytes); /* another thread mapped it first */
-  return expected;
+  return mapped == -1 ? NULL : (void *)mapped;
 }
 
 static inline size_t RegionOf(uintptr_t key) { return key >> kRegionBits; }
 
-static inline Record *RecordIn(Record *records, uintptr_t key) {
-  return &records[(key & (((uintptr_t)1 << kRegionBits) - 1)) >> kGranuleShift];
+static inline size_t ChunkOf(uintptr_t key) {
+  return (key >> kChunkBits) & (kChunksPerRegion - 1);
+}
+
+static inline Record *RecordIn(Record *chunk, uintptr_t key) {
+  return &chunk[(key & (((uintptr_t)1 << kChunkBits) - 1)) >> kGranuleShift];
+}
+
+/* key's record if its chunk is mapped, else NULL (key is below 2^47). */
+static inline Record *FindRecord(uintptr_t key) {
+  Directory *directory = atomic_load_explicit(&g_regions[RegionOf(key)], memory_order_acquire);
+  if (LB_UNLIKELY(directory == NULL)) return NULL;
+  Record *chunk = atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
+  return LB_LIKELY(chunk != NULL) ? RecordIn(chunk, key) : NULL;
+}
+
+/* Maps what key's record needs on its first block (a directory, a chunk); NULL when mmap fails
+ * (retried next time). */
+static __attribute__((noinline)) Record *MapRecord(uintptr_t key) {
+  _Atomic(Directory *) *region = &g_regions[RegionOf(key)];
+  Directory *directory = atomic_load_explicit(region, memory_order_acquire);
+  if (directory == NULL) {
+    Directory *mine = (Directory *)MapTable(sizeof(Directory));
+    if (mine == NULL) return NULL;
+    if (atomic_compare_exchange_strong_explicit(region, &directory, mine, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+      directory = mine;
+    } else {
+      syscall(SYS_munmap, mine, sizeof(Directory)); /* another thread mapped it first */
+    }
+  }
+  _Atomic(Record *) *slot = &directory->chunks[ChunkOf(key)];
+  Record *chunk = atomic_load_explicit(slot, memory_order_acquire);
+  if (chunk == NULL) {
+    Record *mine = (Record *)MapTable(sizeof(Record) * kRecordsPerChunk);
+    if (mine == NULL) return NULL;
+    if (atomic_compare_exchange_strong_explicit(slot, &chunk, mine, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+      chunk = mine;
+    } else {
+      syscall(SYS_munmap, mine, sizeof(Record) * kRecordsPerChunk);
+    }
+  }
+  return RecordIn(chunk, key);
 }
 
 /* Clears key's record and returns its meta word and birth epoch; 0 when key was not recorded. */
 static inline int RecordTake(uintptr_t key, uint64_t *meta, unsigned *epoch) {
-  size_t region = RegionOf(key);
-  if (LB_UNLIKELY(region >= kRegions)) return 0;
-  Record *records = atomic_load_explicit(&g_regions[region], memory_order_acquire);
-  if (LB_UNLIKELY(records == NULL)) return 0;
-  Record *record = RecordIn(records, key);
+  if (LB_UNLIKELY(RegionOf(key) >= kRegions)) return 0;
+  Record *record = FindRecord(key);
+  if (LB_UNLIKELY(record == NULL)) return 0;
   const uintptr_t stored = atomic_load_explicit(&record->key, memory_order_relaxed);
   if ((stored & kAddressMask) != key || stored == kEmpty) return 0;
   *meta = atomic_load_explicit(&record->meta, memory_order_relaxed);
@@ -301,11 +347,9 @@ static inline int RecordTake(uintptr_t key, uint64_t *meta, unsigned *epoch) {
  * (two live blocks never share a granule): its size leaves c's books. */
 static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t meta, unsigned epoch,
                             uint64_t clock) {
-  size_t region = RegionOf(key);
-  if (LB_UNLIKELY(region >= kRegions)) return 0;
-  Record *records = atomic_load_explicit(&g_regions[region], memory_order_acquire);
-  if (LB_UNLIKELY(records == NULL) && (records = MapRegion(region)) == NULL) return 0;
-  Record *record = RecordIn(records, key);
+  if (LB_UNLIKELY(RegionOf(key) >= kRegions)) return 0;
+  Record *record = FindRecord(key);
+  if (LB_UNLIKELY(record == NULL) && (record = MapRecord(key)) == NULL) return 0;
   const uintptr_t stale = atomic_load_explicit(&record->key, memory_order_relaxed);
   if (LB_UNLIKELY(stale != kEmpty)) {
     CountFreed(c, atomic_load_explicit(&record->meta, memory_order_relaxed) & kSizeMask,
@@ -344,9 +388,8 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
   if (LB_LIKELY(c != NULL && !c->shared && size <= kSizeMask && site <= kSiteMax &&
                 region < kRegions &&
                 !atomic_load_explicit(&g_paused, memory_order_relaxed))) {
-    Record *records = atomic_load_explicit(&g_regions[region], memory_order_acquire);
-    if (LB_LIKELY(records != NULL)) {
-      Record *record = RecordIn(records, key);
+    Record *record = FindRecord(key);
+    if (LB_LIKELY(record != NULL)) {
       if (LB_LIKELY(atomic_load_explicit(&record->key, memory_order_relaxed) == kEmpty)) {
         const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
         atomic_store_explicit(&record->meta, size | ((uint64_t)site << kSizeBits),
@@ -422,7 +465,7 @@ void LeakboundHeapPutBack(const void *block, LeakboundHeapTaken taken) {
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
   if (!RecordPut(c, (uintptr_t)block, taken.size | ((uint64_t)taken.site << kSizeBits),
                  taken.epoch, clock)) {
-    /* Cannot happen (the block's region was mapped when it was recorded): leaves the books. */
+    /* Cannot happen (the block's chunk was mapped when it was recorded): leaves the books. */
     CountFreed(c, taken.size, CohortOf(clock, taken.epoch));
     atomic_store_explicit(&g_degraded, 1, memory_order_relaxed);
   }
