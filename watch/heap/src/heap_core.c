@@ -5,7 +5,7 @@
  *
  * Records: a direct-mapped table keyed by the block's address, in two levels: the address space is
  * cut into 128 MiB regions, each with a directory (4 KiB) of 512 chunks of 256 KiB of address. A
- * chunk holds one 16-byte record per granule of 32 bytes (glibc: distinct live blocks are >=
+ * chunk holds one 8-byte record per granule of 32 bytes (glibc: distinct live blocks are >=
  * MINSIZE = 32 bytes apart) or 16 bytes (sanitizer allocators: LEAKBOUND_HEAP_GRANULE_SHIFT=4).
  * A directory and a chunk are mmap'd (MAP_NORESERVE, raw syscall so that no interposed mmap sees
  * it) when the first block of their stretch is recorded; when the kernel refuses, the block goes
@@ -17,13 +17,15 @@
  * block because the user pointer stays the allocator's own (malloc_usable_size, memalign and
  * realloc need no translation), a pointer never recorded (allocated before the library loaded, by
  * ld.so, or while excluded) is simply not found, and the sanitizer mode can use it too. The price:
- * committed pages of half the span of the small-block heap (16 bytes per 32), and address space
- * of half the span of each 256 KiB stretch that holds a block: a 100 MiB block mmap'd on its own
- * reserves 132 KiB (a directory and one chunk; the one-level tables before reserved 64 MiB per
+ * committed pages of a quarter of the span of the small-block heap (8 bytes per 32), and address space
+ * of a quarter of the span of each 256 KiB stretch that holds a block: a 100 MiB block mmap'd on its own
+ * reserves 68 KiB (a directory and one chunk; the one-level tables before reserved 64 MiB per
  * region touched, and a program under `ulimit -v` ran out of memory sooner watched than bare).
- * Record:
- * key + one word of size (40 bits, up to 1 TiB) and call-site id (24 bits, 0 unless the front end
- * passes one: `leakbound watch`'s per-call-site outstanding bytes).
+ * A record is one 8-byte word (two words before: committed pages of half the heap's span, +20% of
+ * a PyTorch run's RSS): the block's offset in its granule (the granule itself is the record's
+ * place), its birth stamp, a call-site id (24 bits, 0 unless the front end passes one: `leakbound
+ * watch`'s per-call-site outstanding bytes) and its size (21 bits; a block of 2 MiB - 1 or more
+ * keeps its size in a small table of large blocks beside the records).
  *
  * Counters: every figure sits in a per-thread slot written only by its owner (relaxed load + store,
  * no lock prefix) and summed by leakbound_heap_read, so live bytes and allocations are exact
@@ -35,13 +37,12 @@
  * high-water mark that equals it when one thread moves the heap between resets.
  *
  * The census of survivors by birth (docs/heap.md, "Census"): the recorder (the Runner at block
- * ends, the watch preload at its census points) cuts time into cohorts. A record's key carries the
- * 16-bit stamp of its block's birth (bits 48..63; user addresses stay below 2^47), so a census
- * costs no byte of record. What a cohort allocated is the rise of the counters above over its
- * stretch (read when it begins); every slot keeps, per cohort, the bytes and blocks born in it
- * that its thread freed (the owner's plain stores again). A census is the difference, summed
- * over the slots: exact at a quiet point, O(slots x cohorts), no walk over the records, and no
- * per-cohort work on the allocation path. The stamp is the census
+ * ends, the watch preload at its census points) cuts time into cohorts. A record carries the 16-bit
+ * stamp of its block's birth, so a census costs no byte of record. What a cohort allocated is the
+ * rise of the counters above over its stretch (read when it begins); every slot keeps, per cohort,
+ * the bytes and blocks born in it that its thread freed (the owner's plain stores again). A census
+ * is the difference, summed over the slots: exact at a quiet point, O(slots x cohorts), no walk
+ * over the records, and no per-cohort work on the allocation path. The stamp is the census
  * generation and the cohort; leakbound_heap_census_start() begins a new generation, and a block of
  * an earlier one goes to the "older" cohort when it is freed, so what the cohorts hold when the
  * census starts stays put and is subtracted (g_census_origin). Cohorts past the last
@@ -72,23 +73,38 @@ enum {
   kChunkBits = 18,          /* 256 KiB of address space per chunk of records */
   kAddressBits = 47,        /* user space without 5-level paging hints */
   kThreadSlots = LEAKBOUND_HEAP_SLOTS, /* per-thread counter slots; slot 0 is shared */
-  kSizeBits = 40,           /* meta word: size in the low bits, call site above */
-  kSiteMax = (1 << 24) - 1, /* the largest call-site id a record holds */
-  kEpochShift = 48,         /* a record key: address | birth epoch << 48 */
+  /* A record is one word: valid (bit 0), the block's offset in its granule in 8-byte units
+   * (bits 1..2), birth stamp (3..18), call site (19..42), size (43..63). */
+  kOffsetShift = 1,
+  kStampShift = 3,
+  kSiteShift = 19,
+  kSizeShift = 43,
+  kSiteMax = (1 << 24) - 1,            /* the largest call-site id a record holds */
+  kLargeSize = (1 << 21) - 1,          /* size field of a block whose size is in g_large */
+  kLargeSlots = 1 << 16,               /* the large-block table: live blocks >= 2 MiB */
   kCohorts = LEAKBOUND_HEAP_COHORTS + 1, /* + one for blocks born before the census started */
   kOlderCohort = LEAKBOUND_HEAP_COHORTS,
 };
-static const uintptr_t kEmpty = 0;
+static const uint64_t kEmpty = 0;
+static const uint64_t kInlineSizeMax = kLargeSize - 1; /* 2 MiB - 2: larger sizes go to g_large */
+static const uintptr_t kLargeTombstone = 1;
 static const size_t kRegions = (size_t)1 << (kAddressBits - kRegionBits);
 static const size_t kChunksPerRegion = (size_t)1 << (kRegionBits - kChunkBits);
 static const size_t kRecordsPerChunk = (size_t)1 << (kChunkBits - kGranuleShift);
-static const uint64_t kSizeMask = ((uint64_t)1 << kSizeBits) - 1;
-static const uintptr_t kAddressMask = ((uintptr_t)1 << kEpochShift) - 1;
+static const uintptr_t kGranuleMask = ((uintptr_t)1 << kGranuleShift) - 1;
 
 typedef struct Record {
-  _Atomic uintptr_t key;
-  _Atomic uint64_t meta;
+  _Atomic uint64_t word; /* kEmpty, or the fields above */
 } Record;
+
+/* The sizes of live blocks too large for a record's 21 bits (>= 2 MiB - 1: a block that large
+ * costs an mmap or a page-touching memset, beside which a probe is nothing). Open addressing,
+ * linear probing; a freed entry becomes a tombstone, which the next insert on its path takes
+ * (slots never become empty again, so a probe for a live key stops at it or at an empty slot). */
+typedef struct LargeEntry {
+  _Atomic uintptr_t key; /* 0 empty, kLargeTombstone, else the block's address */
+  _Atomic uint64_t size;
+} LargeEntry;
 
 typedef struct ThreadCounters {
   _Atomic int owned;
@@ -121,6 +137,7 @@ typedef struct Directory {
 } Directory;
 
 static _Atomic(Directory *) g_regions[(size_t)1 << (kAddressBits - kRegionBits)]; /* 8 MiB, bss */
+static LargeEntry g_large[kLargeSlots]; /* 1 MiB of bss, touched where used */
 static _Atomic int g_paused;
 static _Atomic int g_degraded;
 static ThreadCounters g_threads[kThreadSlots] = {{.owned = 1, .shared = 1}};
@@ -330,34 +347,98 @@ static __attribute__((noinline)) Record *MapRecord(uintptr_t key) {
   return RecordIn(chunk, key);
 }
 
-/* Clears key's record and returns its meta word and birth epoch; 0 when key was not recorded. */
-static inline int RecordTake(uintptr_t key, uint64_t *meta, unsigned *epoch) {
-  if (LB_UNLIKELY(RegionOf(key) >= kRegions)) return 0;
+/* ---- large blocks ---------------------------------------------------------------------- */
+
+static inline size_t LargeHome(uintptr_t key) {
+  return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - 16));
+}
+
+/* Inserts key's size; 0 when every slot holds a live block. */
+static __attribute__((noinline)) int LargePut(uintptr_t key, uint64_t size) {
+  const size_t home = LargeHome(key);
+  for (size_t i = 0; i < kLargeSlots; ++i) {
+    LargeEntry *entry = &g_large[(home + i) & (kLargeSlots - 1)];
+    uintptr_t seen = atomic_load_explicit(&entry->key, memory_order_relaxed);
+    while (seen == 0 || seen == kLargeTombstone) {
+      if (atomic_compare_exchange_weak_explicit(&entry->key, &seen, key, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        /* Read only by whoever frees the block, after the allocator handed it over. */
+        atomic_store_explicit(&entry->size, size, memory_order_relaxed);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Removes key's entry and returns its size (0 when absent, which a matching record rules out). */
+static __attribute__((noinline)) uint64_t LargeTake(uintptr_t key) {
+  const size_t home = LargeHome(key);
+  for (size_t i = 0; i < kLargeSlots; ++i) {
+    LargeEntry *entry = &g_large[(home + i) & (kLargeSlots - 1)];
+    const uintptr_t seen = atomic_load_explicit(&entry->key, memory_order_relaxed);
+    if (seen == key) {
+      const uint64_t size = atomic_load_explicit(&entry->size, memory_order_relaxed);
+      atomic_store_explicit(&entry->key, kLargeTombstone, memory_order_relaxed);
+      return size;
+    }
+    if (seen == 0) break;
+  }
+  return 0;
+}
+
+/* ---- records ---------------------------------------------------------------------------- */
+
+static inline uint64_t OffsetField(uintptr_t key) { return (key & kGranuleMask) >> 3; }
+
+static inline uint64_t Pack(uintptr_t key, uint64_t size_field, uint32_t site, unsigned stamp) {
+  return 1 | OffsetField(key) << kOffsetShift | (uint64_t)stamp << kStampShift |
+         (uint64_t)site << kSiteShift | size_field << kSizeShift;
+}
+
+static inline unsigned StampOf(uint64_t word) { return (unsigned)(word >> kStampShift) & 0xffff; }
+
+/* A record's size: inline, or the large table's (which the entry leaves). */
+static inline uint64_t SizeOf(uint64_t word, uintptr_t address) {
+  const uint64_t size = word >> kSizeShift;
+  return LB_LIKELY(size != kLargeSize) ? size : LargeTake(address);
+}
+
+/* Clears key's record and returns its size, site and birth stamp; 0 when key was not recorded
+ * (no record, another block's, or an address no block of malloc's can have). */
+static inline int RecordTake(uintptr_t key, uint64_t *size, uint32_t *site, unsigned *epoch) {
+  if (LB_UNLIKELY(RegionOf(key) >= kRegions || (key & 7) != 0)) return 0;
   Record *record = FindRecord(key);
   if (LB_UNLIKELY(record == NULL)) return 0;
-  const uintptr_t stored = atomic_load_explicit(&record->key, memory_order_relaxed);
-  if ((stored & kAddressMask) != key || stored == kEmpty) return 0;
-  *meta = atomic_load_explicit(&record->meta, memory_order_relaxed);
-  *epoch = (unsigned)(stored >> kEpochShift);
-  atomic_store_explicit(&record->key, kEmpty, memory_order_relaxed);
+  const uint64_t word = atomic_load_explicit(&record->word, memory_order_relaxed);
+  if (word == kEmpty || ((word >> kOffsetShift) & 3) != OffsetField(key)) return 0;
+  atomic_store_explicit(&record->word, kEmpty, memory_order_relaxed);
+  *size = SizeOf(word, key);
+  *site = (uint32_t)(word >> kSiteShift) & kSiteMax;
+  *epoch = StampOf(word);
   return 1;
 }
 
-/* Records key with meta, born in `epoch`; 0 when it has no record. A record still set is stale
- * (two live blocks never share a granule): its size leaves c's books. */
-static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t meta, unsigned epoch,
-                            uint64_t clock) {
-  if (LB_UNLIKELY(RegionOf(key) >= kRegions)) return 0;
+/* Records key (size, site, born in `epoch`); 0 when it cannot be recorded. A record still set is
+ * stale (two live blocks never share a granule): its size leaves c's books. */
+static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uint32_t site,
+                            unsigned epoch, uint64_t clock) {
+  if (LB_UNLIKELY(RegionOf(key) >= kRegions || (key & 7) != 0)) return 0;
   Record *record = FindRecord(key);
   if (LB_UNLIKELY(record == NULL) && (record = MapRecord(key)) == NULL) return 0;
-  const uintptr_t stale = atomic_load_explicit(&record->key, memory_order_relaxed);
+  const uint64_t stale = atomic_load_explicit(&record->word, memory_order_relaxed);
   if (LB_UNLIKELY(stale != kEmpty)) {
-    CountFreed(c, atomic_load_explicit(&record->meta, memory_order_relaxed) & kSizeMask,
-               CohortOf(clock, (unsigned)(stale >> kEpochShift)));
+    atomic_store_explicit(&record->word, kEmpty, memory_order_relaxed);
+    const uintptr_t stale_address =
+        (key & ~kGranuleMask) | (uintptr_t)(((stale >> kOffsetShift) & 3) << 3);
+    CountFreed(c, SizeOf(stale, stale_address), CohortOf(clock, StampOf(stale)));
   }
-  atomic_store_explicit(&record->meta, meta, memory_order_relaxed);
-  atomic_store_explicit(&record->key, key | ((uintptr_t)epoch << kEpochShift),
-                        memory_order_relaxed);
+  uint64_t size_field = size;
+  if (LB_UNLIKELY(size > kInlineSizeMax)) {
+    if (!LargePut(key, size)) return 0;
+    size_field = kLargeSize;
+  }
+  atomic_store_explicit(&record->word, Pack(key, size_field, site, epoch), memory_order_relaxed);
   return 1;
 }
 
@@ -369,9 +450,8 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
   ThreadCounters *c = CountingCounters();
   if (LB_UNLIKELY(c == NULL)) return 0;
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-  uint64_t meta = size | ((uint64_t)(site <= kSiteMax ? site : 0) << kSizeBits);
-  if (LB_UNLIKELY(size > kSizeMask ||
-                  !RecordPut(c, (uintptr_t)block, meta, CurrentEpoch(clock), clock))) {
+  if (LB_UNLIKELY(!RecordPut(c, (uintptr_t)block, size, site <= kSiteMax ? site : 0,
+                             CurrentEpoch(clock), clock))) {
     CountUntracked(c);
     return 0;
   }
@@ -385,16 +465,15 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
   ThreadCounters *c = t_state.counting;
   const uintptr_t key = (uintptr_t)block;
   const size_t region = RegionOf(key);
-  if (LB_LIKELY(c != NULL && !c->shared && size <= kSizeMask && site <= kSiteMax &&
+  if (LB_LIKELY(c != NULL && !c->shared && size <= kInlineSizeMax && site <= kSiteMax &&
+                (key & 7) == 0 &&
                 region < kRegions &&
                 !atomic_load_explicit(&g_paused, memory_order_relaxed))) {
     Record *record = FindRecord(key);
     if (LB_LIKELY(record != NULL)) {
-      if (LB_LIKELY(atomic_load_explicit(&record->key, memory_order_relaxed) == kEmpty)) {
+      if (LB_LIKELY(atomic_load_explicit(&record->word, memory_order_relaxed) == kEmpty)) {
         const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-        atomic_store_explicit(&record->meta, size | ((uint64_t)site << kSizeBits),
-                              memory_order_relaxed);
-        atomic_store_explicit(&record->key, key | ((uintptr_t)CurrentEpoch(clock) << kEpochShift),
+        atomic_store_explicit(&record->word, Pack(key, size, site, CurrentEpoch(clock)),
                               memory_order_relaxed);
         CountAllocated(c, size);
         return 1 + (int)(c - g_threads);
@@ -420,15 +499,16 @@ static __attribute__((noinline)) void OnFreeSlow(uint64_t size, unsigned epoch) 
 }
 
 void LeakboundHeapOnFree(const void *block) {
-  uint64_t meta;
+  uint64_t size;
+  uint32_t site;
   unsigned epoch;
-  if (RecordTake((uintptr_t)block, &meta, &epoch)) {
+  if (RecordTake((uintptr_t)block, &size, &site, &epoch)) {
     ThreadCounters *c = t_state.counters;
     if (LB_UNLIKELY(c == NULL || c->shared)) {
-      OnFreeSlow(meta & kSizeMask, epoch); /* a thread's first free, or the shared slot */
+      OnFreeSlow(size, epoch); /* a thread's first free, or the shared slot */
       return;
     }
-    CountTakenFreed(c, meta & kSizeMask, epoch);
+    CountTakenFreed(c, size, epoch);
   }
 }
 
@@ -448,13 +528,8 @@ int LeakboundHeapSlotsUsed(void) {
 
 LeakboundHeapTaken LeakboundHeapTake(const void *block) {
   LeakboundHeapTaken taken = {0, 0, 0, 0, 0};
-  uint64_t meta;
-  unsigned epoch;
-  if (RecordTake((uintptr_t)block, &meta, &epoch)) {
+  if (RecordTake((uintptr_t)block, &taken.size, &taken.site, &taken.epoch)) {
     taken.found = 1;
-    taken.size = meta & kSizeMask;
-    taken.site = (uint32_t)(meta >> kSizeBits);
-    taken.epoch = epoch;
   }
   return taken;
 }
@@ -463,9 +538,9 @@ void LeakboundHeapPutBack(const void *block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
   ThreadCounters *c = Counters();
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-  if (!RecordPut(c, (uintptr_t)block, taken.size | ((uint64_t)taken.site << kSizeBits),
-                 taken.epoch, clock)) {
-    /* Cannot happen (the block's chunk was mapped when it was recorded): leaves the books. */
+  if (!RecordPut(c, (uintptr_t)block, taken.size, taken.site, taken.epoch, clock)) {
+    /* Only when the large table is full (the block's chunk was mapped when it was recorded):
+     * leaves the books. */
     CountFreed(c, taken.size, CohortOf(clock, taken.epoch));
     atomic_store_explicit(&g_degraded, 1, memory_order_relaxed);
   }

@@ -114,6 +114,71 @@ TEST(HeapCoreTest, AddressOutsideTheTable_IsUntracked) {
   EXPECT_EQ(after.live_bytes, start.live_bytes);
 }
 
+// A record keeps 21 bits of size; a block of 2 MiB - 1 or more keeps its size in the table of
+// large blocks beside the records, exact to the byte whatever its size.
+TEST(HeapCoreTest, LargeBlocks_KeepTheirExactSize_ThroughFreeTakeAndPutBack) {
+  const leakbound_heap_stats start = Read();
+  const void *edge = Address(30, 0);
+  const void *huge = Address(30, 4096);
+  const uint64_t kEdge = (uint64_t(1) << 21) - 2;  // the largest size a record holds itself
+  const uint64_t kHuge = (uint64_t(3) << 40) + 7;  // past 40 bits too
+  ASSERT_NE(LeakboundHeapOnAllocAt(edge, kEdge + 1, 11), 0);
+  ASSERT_NE(LeakboundHeapOnAllocAt(huge, kHuge, 12), 0);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, kEdge + 1 + kHuge);
+  LeakboundHeapTaken taken = LeakboundHeapTake(huge);  // realloc's path
+  ASSERT_EQ(taken.found, 1);
+  EXPECT_EQ(taken.size, kHuge);
+  LeakboundHeapPutBack(huge, taken);
+  taken = LeakboundHeapOnFreeTaken(huge);
+  EXPECT_EQ(taken.size, kHuge);
+  EXPECT_EQ(taken.site, 12u);
+  taken = LeakboundHeapOnFreeTaken(edge);
+  EXPECT_EQ(taken.size, kEdge + 1);
+  EXPECT_EQ(taken.site, 11u);
+  EXPECT_EQ(Read().live_bytes, start.live_bytes);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(huge).found, 0);
+}
+
+// Freed entries of the large table are taken again: far more large blocks than the table's
+// 65,536 slots come and go, every one exact.
+TEST(HeapCoreTest, LargeBlocks_ManyMoreThanTheTableHolds_ComeAndGoExactly) {
+  const leakbound_heap_stats start = Read();
+  for (uintptr_t i = 0; i < 200000; ++i) {
+    const void *block = Address(31, i * 32);
+    ASSERT_NE(LeakboundHeapOnAllocAt(block, (uint64_t(4) << 20) + i, 0), 0) << i;
+    ASSERT_EQ(LeakboundHeapOnFreeTaken(block).size, (uint64_t(4) << 20) + i) << i;
+  }
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.live_bytes, start.live_bytes);
+  EXPECT_EQ(after.untracked_allocations, start.untracked_allocations);
+}
+
+// A large block whose free bypassed the hooks: the next block in its granule drops its bytes
+// (read from the large table, whose entry goes too).
+TEST(HeapCoreTest, StaleLargeRecord_LeavesTheBooksWithItsSize) {
+  const leakbound_heap_stats start = Read();
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(32, 0), uint64_t(5) << 20, 0), 0);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(32, kSameGranule), 24, 0), 0);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 24u);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(32, 64), uint64_t(6) << 20, 0), 0);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(32, 64), uint64_t(7) << 20, 0), 0);  // same address
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 24u + (uint64_t(7) << 20));
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(32, 64)).size, uint64_t(7) << 20);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(32, kSameGranule)).size, 24u);
+  EXPECT_EQ(Read().live_bytes, start.live_bytes);
+}
+
+// A record names its block by its offset in the granule: a free of another address in the
+// granule (never returned by malloc, or not 8-byte aligned) finds nothing.
+TEST(HeapCoreTest, FreeOfAnotherAddressInTheGranule_FindsNothing) {
+  const leakbound_heap_stats start = Read();
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(33, 8), 40, 0), 0);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(33, 0)).found, 0);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(33, 9)).found, 0);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(33, 8)).size, 40u);
+  EXPECT_EQ(Read().live_bytes, start.live_bytes);
+}
+
 TEST(HeapCoreTest, Peak_SumsEachThreadsHighWaterMark_AndResetRestartsIt) {
   leakbound_heap_reset_peak();
   const leakbound_heap_stats start = Read();
