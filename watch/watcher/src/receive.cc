@@ -212,6 +212,7 @@ bool Drain(int fd, WatchRecording &recording, bool block) {
       if (errno == EINTR) continue;
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
+    recording.messages += static_cast<std::uint64_t>(got);
     for (int i = 0; i < got; ++i) {
       // A zero-length message is the end of the stream only once every writer has closed;
       // before that it is a program writing an empty message on the descriptor: skipped.

@@ -129,10 +129,11 @@ struct WatchRecording {
   int forwarded_signal = 0;         // the first signal watch received and forwarded (SIGINT, ...)
   std::uint64_t forwarded_mask = 0;  // bit N: watch forwarded signal N at least once
   double wall_seconds = 0;
-  bool replaced_by_exec = false;
+  bool replaced_by_exec = false;  // the process exec'd a new program image after this one
   bool still_running = false;     // connected when a signal stopped watch's wait for the job
   bool expect_bye = true;         // the root: its end report is expected (a child may _exit)
-  std::uint64_t clock_moves = 0;  // STEP and timer TICK records received (kept across HELLOs)  // the process exec'd a new program image after this one
+  std::uint64_t clock_moves = 0;  // STEP and timer TICK records received (kept across HELLOs)
+  std::uint64_t messages = 0;     // messages read from the connection, malformed ones included
   bool status_known = true;  // false: a process of the job whose parent, not watch, reaped it
   std::string Ending() const;  // "exited with status 0", "killed by SIGSEGV", ...
   bool Failed() const { return term_signal != 0 || (exited && exit_status != 0); }
