@@ -219,6 +219,16 @@ case $case_name in
     rate=$(report_field "w['attribution'][0]['bytes_per_step']")
     [ "$rate" = "128.0" ] || fail "the leaking line's rate is $rate B/step, want exactly 128.0"
     ;;
+  threads_sites_many_leak)
+    # 1,200 sites: more folds a step than the marker's fold rings hold (its visits are full).
+    watch_expect 1 -- "$(dirname "$c_steps")/watch_threads" leak 200 1200
+    expect_verdict unbounded-growth host.heap_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    [ "$slope" = "128.0" ] || fail "host.heap_bytes slope $slope, want exactly 128.0 bytes/step (4 x 32)"
+    expect_top_line - "$programs/threads.c" "the leak: 32 B"
+    rate=$(report_field "w['attribution'][0]['bytes_per_step']")
+    [ "$rate" = "128.0" ] || fail "the leaking line's rate is $rate B/step, want exactly 128.0"
+    ;;
   threads_sites_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_threads" clean 200
     expect_verdict PASS host.heap_bytes

@@ -546,8 +546,11 @@ void LeakboundHeapPutBack(const void *block, LeakboundHeapTaken taken) {
   }
 }
 
-void LeakboundHeapForgetTaken(LeakboundHeapTaken taken) {
-  if (taken.found) CountTakenFreed(Counters(), taken.size, taken.epoch);
+uint32_t LeakboundHeapForgetTaken(LeakboundHeapTaken taken) {
+  if (!taken.found) return 0;
+  ThreadCounters *c = Counters();
+  CountTakenFreed(c, taken.size, taken.epoch);
+  return c->shared ? 0 : 1 + (uint32_t)(c - g_threads);
 }
 
 void LeakboundHeapSetFrontEnd(const char *mode, const char *unavailable) {

@@ -56,7 +56,9 @@ LEAKBOUND_HEAP_HIDDEN LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void* bl
  * failed, the block is still the caller's) or ForgetTaken (the old block is gone). */
 LEAKBOUND_HEAP_HIDDEN LeakboundHeapTaken LeakboundHeapTake(const void* block);
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapPutBack(const void* block, LeakboundHeapTaken taken);
-LEAKBOUND_HEAP_HIDDEN void LeakboundHeapForgetTaken(LeakboundHeapTaken taken);
+/* Counts a taken block as freed (realloc moved it); returns the freeing thread's slot as
+ * LeakboundHeapTaken.slot does (0: the shared slot, or nothing was taken). */
+LEAKBOUND_HEAP_HIDDEN uint32_t LeakboundHeapForgetTaken(LeakboundHeapTaken taken);
 
 /* Counter slots ever claimed: slots [1, used) are threads' own (LeakboundHeapTaken.slot). */
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapSlotsUsed(void);

@@ -33,8 +33,8 @@ static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
 
 static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
-  if (taken.site) LeakboundSiteFree(taken.site, 0, block, (int64_t)taken.size);
-  LeakboundHeapForgetTaken(taken);
+  const uint32_t slot = LeakboundHeapForgetTaken(taken);
+  if (taken.site) LeakboundSiteFree(taken.site, slot, block, (int64_t)taken.size);
 }
 
 static inline void Uncounted(void* block) {

@@ -67,18 +67,49 @@ static _Atomic uint32_t g_claimed_count;
  * loads and stores, as the core's counters. A site's survivors are its own figures plus every
  * slot's entry for it, summed by the marker: exact whenever the threads are quiet (a thread
  * folding an entry in that instant is counted once too few, until the next marker). The shared
- * slot (past 1,023 threads) and frees whose thread is unknown (realloc) add to the site with
- * atomics, as before. */
-enum { kDeltaBits = 7 }; /* 128 entries a thread, 3 KiB */
+ * slot (past 1,023 threads) adds to the site with atomics. */
+enum { kDeltaBits = 9 }; /* 512 entries a thread, 12 KiB */
 typedef struct SiteDelta {
   _Atomic uint32_t site; /* 1-based; 0: empty */
   _Atomic int64_t bytes;
   _Atomic int64_t allocations;
 } SiteDelta;
 static SiteDelta g_deltas[LEAKBOUND_HEAP_SLOTS][1 << kDeltaBits];
-/* The marker's sum of the slots' entries for a site, during a visit. */
-static int64_t g_pending_bytes[1 << kSiteBits];
-static int64_t g_pending_allocations[1 << kSiteBits];
+
+/* What changed since the last visit, so that a marker visits those sites only (it walked every
+ * claimed site: ~100 us a step in a PyTorch run with thousands of sites). A site's figures move
+ * only when one of its entries does, when an entry is folded into it, or on the shared slot.
+ * The marker keeps a copy of every entry as it last saw it; each thread writes the sites whose
+ * entry it folds into a ring (the owner's stores, read by the marker, which falls back to a
+ * visit of every site when a ring was lapped); adds on the shared slot are counted, and any
+ * makes the next visit a full one. */
+enum { kFoldRing = 512 };
+typedef struct FoldRing {
+  _Atomic uint64_t count;
+  _Atomic uint32_t sites[kFoldRing];
+} FoldRing;
+static FoldRing g_folds[LEAKBOUND_HEAP_SLOTS];
+static _Atomic uint64_t g_shared_books;
+/* The marker's own (under its lock). */
+typedef struct SeenDelta {
+  uint32_t site;
+  int64_t bytes;
+  int64_t allocations;
+} SeenDelta;
+static SeenDelta g_seen[LEAKBOUND_HEAP_SLOTS][1 << kDeltaBits];
+static uint64_t g_folds_read[LEAKBOUND_HEAP_SLOTS];
+static uint64_t g_shared_books_seen;
+static int g_full_visit = 1;
+static uint32_t g_visits;
+static uint32_t g_listed_at[1 << kSiteBits]; /* the visit that listed the site */
+static uint32_t g_changed[1 << kSiteBits];
+static uint32_t g_changed_count;
+static uint32_t g_named_upto; /* g_claimed[0, named_upto) were listed once */
+/* Sites asked for callers or samples (kFramesWanted, kSampling): a site enters only through a
+ * visit (the marker asks), so the list is rechecked, not rebuilt. */
+static uint32_t g_waiting_list[1 << kSiteBits];
+static uint32_t g_waiting_count;
+static uint8_t g_in_waiting[1 << kSiteBits];
 static _Atomic uint64_t g_sites_dropped;
 static __thread int t_unwinding; /* backtrace may allocate: no capture inside a capture */
 static _Atomic int g_unwinder_ready; /* sites claimed before the warm-up keep no callers */
@@ -247,6 +278,7 @@ static inline void Book(uint32_t slot, uint32_t site, int64_t bytes, int64_t cou
     Site* s = &g_sites[site - 1];
     atomic_fetch_add_explicit(&s->bytes, bytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->allocations, count, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_shared_books, 1, memory_order_release);
     return;
   }
   SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
@@ -258,6 +290,10 @@ static inline void Book(uint32_t slot, uint32_t site, int64_t bytes, int64_t cou
       atomic_fetch_add_explicit(&other->bytes, LoadRelaxed(&d->bytes), memory_order_relaxed);
       atomic_fetch_add_explicit(&other->allocations, LoadRelaxed(&d->allocations),
                                 memory_order_relaxed);
+      FoldRing* ring = &g_folds[slot - 1];
+      const uint64_t n = atomic_load_explicit(&ring->count, memory_order_relaxed);
+      atomic_store_explicit(&ring->sites[n % kFoldRing], held, memory_order_relaxed);
+      atomic_store_explicit(&ring->count, n + 1, memory_order_release);
     }
     atomic_store_explicit(&d->bytes, 0, memory_order_relaxed);
     atomic_store_explicit(&d->allocations, 0, memory_order_relaxed);
@@ -286,30 +322,81 @@ void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes)
   if (__builtin_expect(state == kSampling || state == kSampled, 0)) SampleFreed(site - 1, block);
 }
 
-void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
+static void List(uint32_t site) {
+  if (site == 0 || site > (1u << kSiteBits) || g_listed_at[site - 1] == g_visits) return;
+  g_listed_at[site - 1] = g_visits;
+  g_changed[g_changed_count++] = site;
+}
+
+/* Lists the sites whose figures may have moved since the last visit (every claimed site on a
+ * full visit); returns the number of thread slots to sum. */
+static int ListChanged(void) {
+  if (++g_visits == 0) { /* wrapped: no site may look listed */
+    memset(g_listed_at, 0, sizeof g_listed_at);
+    g_visits = 1;
+  }
+  g_changed_count = 0;
   const int slots = LeakboundHeapSlotsUsed();
+  int full = g_full_visit;
+  const uint64_t shared = atomic_load_explicit(&g_shared_books, memory_order_acquire);
+  if (shared != g_shared_books_seen) full = 1;
+  g_shared_books_seen = shared;
   for (int k = 1; k < slots && k < LEAKBOUND_HEAP_SLOTS; ++k) {
+    FoldRing* ring = &g_folds[k];
+    const uint64_t from = g_folds_read[k];
+    const uint64_t to = atomic_load_explicit(&ring->count, memory_order_acquire);
+    for (uint64_t f = to - from > kFoldRing ? to : from; f < to; ++f) {
+      List(atomic_load_explicit(&ring->sites[f % kFoldRing], memory_order_relaxed));
+    }
+    /* Lapped before or while it was read: some fold may be missing. */
+    if (atomic_load_explicit(&ring->count, memory_order_acquire) - from > kFoldRing) full = 1;
+    g_folds_read[k] = to;
     for (int e = 0; e < (1 << kDeltaBits); ++e) {
       SiteDelta* d = &g_deltas[k][e];
+      SeenDelta* seen = &g_seen[k][e];
       const uint32_t site = atomic_load_explicit(&d->site, memory_order_relaxed);
-      if (site == 0 || site > (1u << kSiteBits)) continue;
-      g_pending_bytes[site - 1] += LoadRelaxed(&d->bytes);
-      g_pending_allocations[site - 1] += LoadRelaxed(&d->allocations);
+      const int64_t bytes = LoadRelaxed(&d->bytes);
+      const int64_t allocations = LoadRelaxed(&d->allocations);
+      if (site == seen->site && bytes == seen->bytes && allocations == seen->allocations) continue;
+      List(site);
+      if (seen->site != site) List(seen->site); /* folded: in the ring too, unless lapped */
+      seen->site = site;
+      seen->bytes = bytes;
+      seen->allocations = allocations;
     }
   }
-  int waiting = 0;
   const uint32_t claimed = atomic_load_explicit(&g_claimed_count, memory_order_acquire);
-  for (uint32_t c = 0; c < claimed && c < (1u << kSiteBits); ++c) {
+  uint32_t c = g_named_upto;
+  for (; c < claimed && c < (1u << kSiteBits); ++c) {
     const uint32_t id = atomic_load_explicit(&g_claimed[c], memory_order_acquire);
-    if (id == 0) continue; /* being claimed: the next visit has it */
-    const uint32_t i = id - 1;
+    if (id == 0) break; /* being claimed: the next visit has it */
+    List(id);
+  }
+  g_named_upto = c;
+  if (full) {
+    for (c = 0; c < g_named_upto; ++c) List(atomic_load_explicit(&g_claimed[c], memory_order_relaxed));
+    g_full_visit = 0;
+  }
+  return slots;
+}
+
+void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
+  const int slots = ListChanged();
+  for (uint32_t j = 0; j < g_changed_count; ++j) {
+    const uint32_t i = g_changed[j] - 1;
     Site* hot = &g_sites[i];
     SiteCold* s = &g_cold[i];
     uintptr_t pc = atomic_load_explicit(&hot->pc, memory_order_relaxed);
-    int64_t bytes = LoadRelaxed(&hot->bytes) + g_pending_bytes[i];
-    int64_t allocations = LoadRelaxed(&hot->allocations) + g_pending_allocations[i];
-    g_pending_bytes[i] = 0;
-    g_pending_allocations[i] = 0;
+    if (pc == 0) continue; /* a slot no site claimed (never listed, but cheap to be sure) */
+    int64_t bytes = LoadRelaxed(&hot->bytes);
+    int64_t allocations = LoadRelaxed(&hot->allocations);
+    const uint32_t e = (i + 1) & ((1u << kDeltaBits) - 1);
+    for (int k = 1; k < slots && k < LEAKBOUND_HEAP_SLOTS; ++k) {
+      SiteDelta* d = &g_deltas[k][e];
+      if (atomic_load_explicit(&d->site, memory_order_relaxed) != i + 1) continue;
+      bytes += LoadRelaxed(&d->bytes);
+      allocations += LoadRelaxed(&d->allocations);
+    }
     if (!s->named || bytes != s->sent_bytes || allocations != s->sent_allocations) {
       if (s->named && bytes > s->sent_bytes) ++s->grew;
       visit(i + 1, pc, bytes, allocations, !s->named, context);
@@ -317,10 +404,28 @@ void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
       s->sent_bytes = bytes;
       s->sent_allocations = allocations;
     }
-    const int state = atomic_load_explicit(&hot->frames_state, memory_order_relaxed);
-    waiting += state == kFramesWanted || state == kSampling; /* after the visit: it may ask */
   }
-  atomic_store_explicit(&g_sites_waiting, waiting, memory_order_relaxed);
+  /* After the visits (they may ask): who waits now. */
+  uint32_t kept = 0;
+  for (uint32_t j = 0; j < g_waiting_count; ++j) {
+    const uint32_t id = g_waiting_list[j];
+    const int state = atomic_load_explicit(&g_sites[id - 1].frames_state, memory_order_relaxed);
+    if (state == kFramesWanted || state == kSampling) {
+      g_waiting_list[kept++] = id;
+    } else {
+      g_in_waiting[id - 1] = 0;
+    }
+  }
+  g_waiting_count = kept;
+  for (uint32_t j = 0; j < g_changed_count; ++j) {
+    const uint32_t id = g_changed[j];
+    const int state = atomic_load_explicit(&g_sites[id - 1].frames_state, memory_order_relaxed);
+    if ((state == kFramesWanted || state == kSampling) && !g_in_waiting[id - 1]) {
+      g_in_waiting[id - 1] = 1;
+      g_waiting_list[g_waiting_count++] = id;
+    }
+  }
+  atomic_store_explicit(&g_sites_waiting, (int)g_waiting_count, memory_order_relaxed);
 }
 
 uint64_t LeakboundSitesDropped(void) { return atomic_load(&g_sites_dropped); }
@@ -355,6 +460,10 @@ void LeakboundSitesForget(void) {
    * inherited from a traced step and traces again from its own steps (watch/python/leakbound). */
   atomic_store(&g_python_tracing, 0);
   atomic_store_explicit(&g_sites_waiting, 0, memory_order_relaxed);
+  /* The next visit sees every site again (each is named anew), and rebuilds who waits. */
+  g_full_visit = 1;
+  memset(g_in_waiting, 0, sizeof g_in_waiting);
+  g_waiting_count = 0;
   t_python_where = NULL;
 }
 

@@ -1,9 +1,10 @@
-/* Four worker threads allocate at 160 call sites each step and free each other's blocks (the
- * preload's per-thread call-site books fold entries into the sites when two sites share one,
- * and a block freed by another thread goes into that thread's books); in `leak` mode each worker
+/* Four worker threads allocate at 160 call sites each step (or SITES, up to 1,200) and free each
+ * other's blocks (the preload's per-thread call-site books fold entries into the sites when two
+ * sites share one, and a block freed by another thread goes into that thread's books; with
+ * 1,200 sites a step folds more entries than the marker's rings hold, and its visits are full); in `leak` mode each worker
  * also keeps 32 bytes a step at one line. The main thread marks a step once every worker is done
  * (a quiet point: the census and the call sites are exact there).
- * Usage: watch_threads clean|leak STEPS */
+ * Usage: watch_threads clean|leak STEPS [SITES] */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,20 +22,18 @@ static void* g_blocks[kWorkers][kPerStep];
 static void* g_kept[kWorkers][kMaxSteps];
 static volatile uintptr_t g_sink;
 
-#define C(k) \
-  case k:    \
-    p = malloc(16 + (k));    \
-    break;
-#define C10(k) C(k##0) C(k##1) C(k##2) C(k##3) C(k##4) C(k##5) C(k##6) C(k##7) C(k##8) C(k##9)
+/* kMaxSites distinct call sites (a return address each: the code after the switch keeps every
+ * call out of tail position); the case labels are __COUNTER__'s 0, 1, 2, ... */
+#define C case __COUNTER__: p = malloc(16 + (site & 63)); break;
+#define C10 C C C C C C C C C C
+#define C100 C10 C10 C10 C10 C10 C10 C10 C10 C10 C10
+enum { kMaxSites = 1200 };
+static int g_sites = 160;
 
-/* 160 distinct call sites (a return address each: the code after the switch keeps every call
- * out of tail position). */
 static __attribute__((noinline)) void* AllocAt(unsigned site) {
   void* p = NULL;
-  switch (site % 160) {
-    C(0) C(1) C(2) C(3) C(4) C(5) C(6) C(7) C(8) C(9)
-    C10(1) C10(2) C10(3) C10(4) C10(5) C10(6) C10(7) C10(8) C10(9) C10(10) C10(11) C10(12)
-    C10(13) C10(14) C10(15)
+  switch (site % (unsigned)g_sites) {
+    C100 C100 C100 C100 C100 C100 C100 C100 C100 C100 C100 C100
   }
   g_sink ^= (uintptr_t)p;
   return p;
@@ -59,13 +58,15 @@ static void* Worker(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s clean|leak STEPS\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s clean|leak STEPS [SITES, default 160, at most %d]\n", argv[0],
+            kMaxSites);
     return 2;
   }
   g_leak = strcmp(argv[1], "leak") == 0;
   g_steps = atoi(argv[2]);
-  if (g_steps <= 0 || g_steps > kMaxSteps) return 2;
+  if (argc == 4) g_sites = atoi(argv[3]);
+  if (g_steps <= 0 || g_steps > kMaxSteps || g_sites <= 0 || g_sites > kMaxSites) return 2;
   pthread_barrier_init(&g_start, NULL, kWorkers + 1);
   pthread_barrier_init(&g_done, NULL, kWorkers + 1);
   pthread_t threads[kWorkers];
