@@ -171,6 +171,14 @@ case $case_name in
     steps=$(python3 -c "import json; print(len(json.load(open('$out/trace.json'))['traces'][0]['counters'][0]['values']))")
     [ "$steps" = 200 ] || fail "$steps steps arrived, want 200"
     ;;
+  c_bad_names)
+    # NAMES batches whose names do not add up are dropped, counted, and nothing else is lost.
+    watch_expect 0 -- "$c_steps" bad-names 200
+    expect_verdict PASS host.heap_bytes
+    steps=$(python3 -c "import json; print(len(json.load(open('$out/trace.json'))['traces'][0]['counters'][0]['values']))")
+    [ "$steps" = 200 ] || fail "$steps steps arrived, want 200"
+    report_field "w['description']" | grep -q "3 malformed channel records dropped" || fail "the report does not count 3 malformed records"
+    ;;
   census_property)
     # The CI variant of the census property suite (watch/tests/census_property.py; the long one is
     # ci/census-property.sh): every class, 5 seeds, 3/5/8 blocks.

@@ -173,7 +173,37 @@ static void NameOf(uintptr_t pc, char *out) {
 /* The SITES message being filled at a marker (guarded by g_marker_lock). */
 static leakbound_watch_site_batch g_site_batch;
 
+/* The NAMES message being filled (g_marker_lock), sent before any SITES message. */
+static leakbound_watch_name_batch g_name_batch;
+static size_t g_name_bytes;
+
+static void SendNames(void) {
+  if (g_name_batch.count == 0) return;
+  g_name_batch.magic = LEAKBOUND_WATCH_MAGIC;
+  g_name_batch.version = LEAKBOUND_WATCH_VERSION;
+  g_name_batch.kind = LEAKBOUND_WATCH_NAMES;
+  g_name_batch.pid = (uint32_t)g_pid;
+  SendBytes(&g_name_batch, offsetof(leakbound_watch_name_batch, bytes) + g_name_bytes);
+  g_name_batch.count = 0;
+  g_name_bytes = 0;
+}
+
+static void AddName(uint32_t site, uintptr_t pc) {
+  char text[LEAKBOUND_WATCH_TEXT];
+  NameOf(pc, text);
+  const uint16_t length = (uint16_t)strlen(text); /* < LEAKBOUND_WATCH_TEXT */
+  const size_t need = sizeof site + sizeof length + length;
+  if (g_name_bytes + need > LEAKBOUND_WATCH_NAME_BYTES) SendNames();
+  unsigned char *at = g_name_batch.bytes + g_name_bytes;
+  memcpy(at, &site, sizeof site);
+  memcpy(at + sizeof site, &length, sizeof length);
+  memcpy(at + sizeof site + sizeof length, text, length);
+  g_name_bytes += need;
+  ++g_name_batch.count;
+}
+
 static void SendBatch(leakbound_watch_kind kind) {
+  if (kind == LEAKBOUND_WATCH_SITES) SendNames(); /* a site's name before its first entry */
   g_site_batch.magic = LEAKBOUND_WATCH_MAGIC;
   g_site_batch.version = LEAKBOUND_WATCH_VERSION;
   g_site_batch.kind = (uint16_t)kind;
@@ -191,15 +221,7 @@ static void SendSiteBatch(void) {
 static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocations,
                     int first_time, void *context) {
   (void)context;
-  if (first_time) { /* before the batch that holds its first entry */
-    leakbound_watch_record name;
-    memset(&name, 0, sizeof name);
-    name.kind = LEAKBOUND_WATCH_NAME;
-    name.site = site;
-    name.site_pc = pc;
-    NameOf(pc, name.text);
-    Send(&name);
-  }
+  if (first_time) AddName(site, pc); /* sent before the batch that holds its first entry */
   if (LeakboundSiteFramesDue(site)) {
     uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
     const int n = LeakboundSiteFrames(site, frames, LEAKBOUND_WATCH_FRAMES);

@@ -5,9 +5,11 @@
  * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval), recur (1 KiB
  * kept at steps 149 and 299 only), masked (1 KiB kept every step, a 1 MiB start-up cache dropped
  * at step 170), working-set (one buffer of random size 1..100 KB held across each step),
- * empty-message (clean, and an empty message written on watch's descriptor first). */
+ * empty-message (clean, and an empty message written on watch's descriptor first) | bad-names
+ * (clean, and three NAMES batches that do not add up written there first). */
 #include <time.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "leakbound/watch/channel.h"
 #include "leakbound/watch/step.h"
 
 static void* volatile g_sink;
@@ -61,6 +64,27 @@ int main(int argc, char** argv) {
       return 3;
     }
     send(channel, "", 0, MSG_NOSIGNAL);
+  }
+  if (strcmp(mode, "bad-names") == 0) {
+    const int channel = WatchChannel();
+    if (channel < 0) {
+      fprintf(stderr, "c_steps: no connection to leakbound watch found\n");
+      return 3;
+    }
+    static leakbound_watch_name_batch batch;
+    batch.magic = LEAKBOUND_WATCH_MAGIC;
+    batch.version = LEAKBOUND_WATCH_VERSION;
+    batch.kind = LEAKBOUND_WATCH_NAMES;
+    const uint32_t site = 7;
+    const uint16_t lengths[3] = {4000, LEAKBOUND_WATCH_TEXT, 3}; /* past the end; too long; ok */
+    for (int k = 0; k < 3; ++k) {
+      memcpy(batch.bytes, &site, sizeof site);
+      memcpy(batch.bytes + sizeof site, &lengths[k], sizeof lengths[k]);
+      memset(batch.bytes + 6, 'x', 300);
+      batch.count = k == 2 ? 2 : 1; /* the third says 2 names and holds one */
+      const size_t size = offsetof(leakbound_watch_name_batch, bytes) + 6 + (k == 1 ? 300 : 3);
+      send(channel, &batch, size, MSG_NOSIGNAL);
+    }
   }
   for (int step = 0; step < steps; ++step) {
     Work(&seed);

@@ -32,7 +32,11 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       const std::string role = recording.role;
       const std::uint64_t restarts = recording.hello ? recording.restarts + 1 : 0;
       const std::uint64_t clock_moves = recording.clock_moves;
+      const std::uint64_t malformed = recording.malformed_records;
+      const std::uint64_t messages = recording.messages;
       recording = WatchRecording{};
+      recording.malformed_records = malformed;  // what was dropped stays said
+      recording.messages = messages;
       recording.notes = notes;
       recording.role = role;
       recording.restarts = restarts;
@@ -154,11 +158,39 @@ void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
   }
 }
 
-// One message as received: a record, or a SITES batch (told apart by kind; both
-// start with the same head).
+// A NAMES message (channel.h): `count` packed names filling the message exactly.
+void ConsumeNameBatch(const leakbound_watch_name_batch &batch, size_t size,
+                      WatchRecording &recording) {
+  const size_t head = offsetof(leakbound_watch_name_batch, bytes);
+  size_t at = 0;
+  const size_t end = size - head;
+  for (uint32_t i = 0; i < batch.count; ++i) {
+    std::uint32_t site = 0;
+    std::uint16_t length = 0;
+    if (end - at < sizeof site + sizeof length) {
+      at = end + 1;  // fewer names than it says
+      break;
+    }
+    std::memcpy(&site, batch.bytes + at, sizeof site);
+    std::memcpy(&length, batch.bytes + at + sizeof site, sizeof length);
+    at += sizeof site + sizeof length;
+    if (length >= LEAKBOUND_WATCH_TEXT || end - at < length) {
+      at = end + 1;  // malformed
+      break;
+    }
+    const char *text = reinterpret_cast<const char *>(batch.bytes + at);
+    recording.site_names[site] = std::string(text, strnlen(text, length));  // as NAME's text
+    at += length;
+  }
+  if (at != end) ++recording.malformed_records;
+}
+
+// One message as received: a record, a SITES / CENSUS batch or a NAMES batch (told apart by
+// kind; all start with the same head).
 union WatchMessage {
   leakbound_watch_record record;
   leakbound_watch_site_batch batch;
+  leakbound_watch_name_batch names;
 };
 
 void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &recording) {
@@ -168,6 +200,11 @@ void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &re
       (message.batch.kind == LEAKBOUND_WATCH_SITES ||
        message.batch.kind == LEAKBOUND_WATCH_CENSUS)) {
     ConsumeSiteBatch(message.batch, size, recording);
+  } else if (size >= offsetof(leakbound_watch_name_batch, bytes) &&
+             message.names.magic == LEAKBOUND_WATCH_MAGIC &&
+             message.names.version == LEAKBOUND_WATCH_VERSION &&
+             message.names.kind == LEAKBOUND_WATCH_NAMES) {
+    ConsumeNameBatch(message.names, size, recording);
   } else if (size == sizeof message.record) {
     Consume(message.record, recording);
   } else {

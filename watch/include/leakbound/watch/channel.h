@@ -5,7 +5,8 @@
  * starts (after exec) and again in a forked child. A record is one message, so records
  * from several threads never interleave, and sending one needs no allocation
  * and no lock. Call-site updates travel in batches (leakbound_watch_site_batch,
- * up to LEAKBOUND_WATCH_SITE_BATCH sites a message). Shared by the preload and
+ * up to LEAKBOUND_WATCH_SITE_BATCH sites a message), and so do their names
+ * (leakbound_watch_name_batch). Shared by the preload and
  * the NVTX/CUDA injections (C, C++) and the parent (C++). */
 #ifndef LEAKBOUND_WATCH_CHANNEL_H_
 #define LEAKBOUND_WATCH_CHANNEL_H_
@@ -17,7 +18,7 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 7
+#define LEAKBOUND_WATCH_VERSION 8
 #define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
 #define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
 #define LEAKBOUND_WATCH_SITE_BATCH 168 /* sites in one SITES message (4,056 bytes) */
@@ -45,7 +46,8 @@ typedef enum leakbound_watch_kind {
                                 clock (site 1: the process marks no step of its own) */
   LEAKBOUND_WATCH_SITES = 4, /* a leakbound_watch_site_batch: call sites whose survivors changed
                                 (precedes its STEP/TICK) */
-  LEAKBOUND_WATCH_NAME = 5,  /* a call site's symbol, sent once, before its first SITES entry */
+  LEAKBOUND_WATCH_NAME = 5,  /* a call site's symbol, sent once, before its first SITES entry
+                                (the preload sends NAMES batches; one NAME is still read) */
   LEAKBOUND_WATCH_NOTE = 6,  /* a message for the report (e.g. --step-on resolution) */
   LEAKBOUND_WATCH_BYE = 7,   /* the process is exiting normally (counters at exit) */
   /* Device and framework counters (the CUDA injection, the Python module), each
@@ -76,7 +78,11 @@ typedef enum leakbound_watch_kind {
    * values[2]: samples taken), sent once, after FRAME, for a site whose samples (the
    * LEAKBOUND_WATCH_SAMPLES allocations after its callers were taken, made while the leakbound
    * module traced the program's lines) had two markers to die. */
-  LEAKBOUND_WATCH_PYTHON = 15
+  LEAKBOUND_WATCH_PYTHON = 15,
+  /* A leakbound_watch_name_batch: the NAME text of several call sites, each sent once, before
+   * the SITES message that holds its first entry (a PyTorch import names ~15,000 sites: one
+   * message each cost a send and a descriptor check apiece, ~40 ms of start-up). */
+  LEAKBOUND_WATCH_NAMES = 16
 } leakbound_watch_kind;
 
 /* Callers kept per call site, and after how many markers with growth they are sent. */
@@ -173,9 +179,24 @@ typedef struct leakbound_watch_site_batch {
   leakbound_watch_site_entry entries[LEAKBOUND_WATCH_SITE_BATCH];
 } leakbound_watch_site_batch;
 
+/* A NAMES message: the same 24-byte head (`count` names), then `count` packed names, each a
+ * uint32_t site id, a uint16_t length (< LEAKBOUND_WATCH_TEXT) and that many bytes of text (no
+ * NUL); the message ends with the last name. */
+#define LEAKBOUND_WATCH_NAME_BYTES (4096 - 24)
+typedef struct leakbound_watch_name_batch {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t kind; /* LEAKBOUND_WATCH_NAMES */
+  uint32_t pid;
+  uint32_t count;
+  uint64_t seq;
+  unsigned char bytes[LEAKBOUND_WATCH_NAME_BYTES];
+} leakbound_watch_name_batch;
+
 #ifdef __cplusplus
 }
 static_assert(sizeof(leakbound_watch_site_batch) <= 4096, "a batch must fit one page");
+static_assert(sizeof(leakbound_watch_name_batch) == 4096, "a batch must fit one page");
 static_assert(sizeof(leakbound_watch_record) <= 512, "a record must stay far below PIPE_BUF");
 #endif
 
