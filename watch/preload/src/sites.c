@@ -35,19 +35,27 @@ typedef struct Site {
   _Atomic int64_t allocations;
 } Site;
 
-/* The callers once taken, and the reporting side's books. */
-typedef struct SiteCold {
+/* The callers once taken and the samples of a site the marker asked about: in a pool, taken
+ * when the marker first asks (most sites are never asked: 320 bytes each for all 16,384 sites
+ * were ~5 MiB of a PyTorch run's resident memory). */
+typedef struct SiteSamples {
   uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
   int frame_count; /* written before frames_state becomes kSampling */
+  _Atomic int samples_claimed;
+  void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
+  const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
+} SiteSamples;
+enum { kSampledSites = 4096 }; /* sites asked beyond these get no callers (their name stays) */
+
+/* The reporting side's books. */
+typedef struct SiteCold {
+  _Atomic uint32_t samples; /* its SiteSamples + 1, set before the marker first asks; 0: none */
   int named;
   int grew; /* visits at which its survivors grew */
   int frames_sent;
   int python_sent;
   int visits_sampling; /* visits since the callers were taken */
   int visits_full;     /* visits since its last sample was kept */
-  _Atomic int samples_claimed;
-  void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
-  const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
   int64_t sent_bytes;
   int64_t sent_allocations;
 } SiteCold;
@@ -55,6 +63,14 @@ typedef struct SiteCold {
 LB_HIDDEN int g_leakbound_sites_on = 1;
 static Site g_sites[1 << kSiteBits];
 static SiteCold g_cold[1 << kSiteBits];
+static SiteSamples g_samples[kSampledSites];
+static uint32_t g_samples_used; /* the marker's (under its lock) */
+
+/* A site's samples, or NULL when the marker never asked about it. */
+static inline SiteSamples* SamplesOf(size_t slot) {
+  const uint32_t at = atomic_load_explicit(&g_cold[slot].samples, memory_order_acquire);
+  return at ? &g_samples[at - 1] : NULL;
+}
 /* The claimed slots (slot + 1; 0: being written), in the order they were claimed: the marker
  * walks these, not the 16,384 slots (it did at every step: 11% of the malloc loop's time). */
 static _Atomic uint32_t g_claimed[1 << kSiteBits];
@@ -130,7 +146,7 @@ void LeakboundSitesWarmUp(void) {
 
 /* The callers of the allocation call at pc: what backtrace finds past the frame that returns to
  * pc (the hook's own frames come before it). */
-static void Capture(SiteCold* s, uintptr_t pc) {
+static void Capture(SiteSamples* s, uintptr_t pc) {
   t_unwinding = 1;
   void* frames[LEAKBOUND_WATCH_FRAMES + 8];
   const int n = backtrace(frames, (int)(sizeof frames / sizeof frames[0]));
@@ -149,8 +165,8 @@ static void Capture(SiteCold* s, uintptr_t pc) {
  * tracer present, nothing is taken until it traces (the line would be missing). */
 static void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
   Site* s = &g_sites[slot];
-  SiteCold* cold = &g_cold[slot];
-  if (t_unwinding) return;
+  SiteSamples* cold = SamplesOf(slot);
+  if (t_unwinding || cold == NULL) return;
   if (state == kFramesWanted) {
     int wanted = kFramesWanted;
     if (!atomic_load_explicit(&g_unwinder_ready, memory_order_relaxed) ||
@@ -176,7 +192,8 @@ static void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
 }
 
 static void SampleFreed(size_t slot, void* block) {
-  SiteCold* cold = &g_cold[slot];
+  SiteSamples* cold = SamplesOf(slot);
+  if (cold == NULL) return;
   for (int i = 0; i < LEAKBOUND_WATCH_SAMPLES; ++i) {
     void* expected = block;
     if (atomic_load_explicit(&cold->sample_block[i], memory_order_relaxed) == block &&
@@ -191,7 +208,8 @@ int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most) {
   if (atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire) < kSampling) {
     return 0;
   }
-  const SiteCold* s = &g_cold[site - 1];
+  const SiteSamples* s = SamplesOf(site - 1);
+  if (s == NULL) return 0;
   int n = s->frame_count;
   if (n > most) n = most;
   if (n > 0) memcpy(out, s->frames, (size_t)n * sizeof *out);
@@ -203,6 +221,10 @@ int LeakboundSiteFramesDue(uint32_t site) {
   SiteCold* s = &g_cold[site - 1];
   _Atomic int* state = &g_sites[site - 1].frames_state;
   if (s->frames_sent || s->grew < LEAKBOUND_WATCH_FRAMES_AFTER) return 0;
+  if (atomic_load_explicit(&s->samples, memory_order_relaxed) == 0) {
+    if (g_samples_used == kSampledSites) return 0; /* the pool is spent: never asked */
+    atomic_store_explicit(&s->samples, ++g_samples_used, memory_order_release);
+  }
   int none = kFramesNone;
   atomic_compare_exchange_strong(state, &none, kFramesWanted); /* ask once */
   if (atomic_load_explicit(state, memory_order_acquire) < kSampling) return 0;
@@ -221,20 +243,22 @@ int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out) {
   ++s->visits_sampling;
   if (state == kSampled) ++s->visits_full;
   if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
-  int taken = atomic_load_explicit(&s->samples_claimed, memory_order_relaxed);
+  const SiteSamples* samples = SamplesOf(site - 1);
+  if (samples == NULL) return 0;
+  int taken = atomic_load_explicit(&samples->samples_claimed, memory_order_relaxed);
   if (taken > LEAKBOUND_WATCH_SAMPLES) taken = LEAKBOUND_WATCH_SAMPLES;
   memset(out, 0, sizeof *out);
   out->taken = taken;
   for (int i = 0; i < taken; ++i) {
-    if (atomic_load_explicit(&s->sample_block[i], memory_order_acquire) == NULL) continue;
+    if (atomic_load_explicit(&samples->sample_block[i], memory_order_acquire) == NULL) continue;
     ++out->live;
-    const char* where = s->sample_where[i];
+    const char* where = samples->sample_where[i];
     if (where == NULL) continue;
     int here = 0;
     for (int j = 0; j < taken; ++j) {
       /* The block first (acquire): its line was written before it. */
-      if (atomic_load_explicit(&s->sample_block[j], memory_order_acquire) != NULL &&
-          s->sample_where[j] == where) {
+      if (atomic_load_explicit(&samples->sample_block[j], memory_order_acquire) != NULL &&
+          samples->sample_where[j] == where) {
         ++here;
       }
     }
@@ -443,11 +467,12 @@ void LeakboundSitesForget(void) {
     /* A forked child samples anew: the parent's samples are its blocks and its lines. Callers
      * already taken stay (the same code); a capture another thread was in is lost with it. */
     const int state = atomic_load_explicit(&g_sites[i].frames_state, memory_order_relaxed);
-    if (state != kFramesNone) {
-      atomic_store_explicit(&g_cold[i].samples_claimed, 0, memory_order_relaxed);
+    SiteSamples* samples = SamplesOf(i);
+    if (state != kFramesNone && samples != NULL) {
+      atomic_store_explicit(&samples->samples_claimed, 0, memory_order_relaxed);
       for (int k = 0; k < LEAKBOUND_WATCH_SAMPLES; ++k) {
-        atomic_store_explicit(&g_cold[i].sample_block[k], NULL, memory_order_relaxed);
-        g_cold[i].sample_where[k] = NULL;
+        atomic_store_explicit(&samples->sample_block[k], NULL, memory_order_relaxed);
+        samples->sample_where[k] = NULL;
       }
       atomic_store_explicit(&g_sites[i].frames_state,
                             state == kFramesTaking ? kFramesNone
