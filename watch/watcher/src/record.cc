@@ -109,18 +109,25 @@ struct Unseen {
 };
 
 // A connection of the job, open until its process image ends.
+// How often a process's private memory is read at most (smaps_rollup walks its page tables):
+// every 50 ms, and no sooner than kPrivateMemoryShare times the last read took. A read of a
+// PyTorch process (~250 MiB) takes ~7 ms: every 50 ms it was 14% of a core per process, taken
+// from the program on a small machine (a DataLoader job ran 1.4x bare, the watcher's CPU mostly
+// smaps_account).
+constexpr auto kPrivateMemoryEvery = std::chrono::milliseconds(50);
+constexpr int kPrivateMemoryShare = 50;  // at most 2% of a core per process
+
 struct Connection {
   int fd = -1;
   size_t image = 0;  // index in WatchJob::images
   std::chrono::steady_clock::time_point private_read{};  // the last smaps_rollup read
+  std::chrono::steady_clock::duration private_every = kPrivateMemoryEvery;
 };
 
 // How often watch looks on /proc for processes of the job that never connected.
 constexpr auto kScanEvery = std::chrono::milliseconds(200);
 constexpr auto kRestAfterRecords = std::chrono::milliseconds(1);  // see the receive loop
 
-// How often a process's private memory is read at most (smaps_rollup walks its page tables).
-constexpr auto kPrivateMemoryEvery = std::chrono::milliseconds(50);
 
 }  // namespace
 
@@ -348,11 +355,13 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       for (std::uint64_t k = before; k < recording.clock_moves; ++k) folder.Tick();
       const auto now = std::chrono::steady_clock::now();
       if (!recording.samples.empty() && !recording.samples.back().has_private &&
-          now - c.private_read >= kPrivateMemoryEvery) {
+          now - c.private_read >= c.private_every) {
         WatchSample &last = recording.samples.back();
         last.has_private =
             ReadPrivateMemory(job.images[c.image].pid, last.rss_bytes, last.pss_bytes);
         c.private_read = now;
+        c.private_every = std::max<std::chrono::steady_clock::duration>(
+            kPrivateMemoryEvery, (std::chrono::steady_clock::now() - now) * kPrivateMemoryShare);
       }
       if (!open) {
         ::close(c.fd);
