@@ -1,88 +1,43 @@
 #!/usr/bin/env bash
-# Overhead of `leakbound watch` side by side in one run (docs/watch.md, "Overhead"): a
-# malloc/free-heavy C loop bare, under watch (call sites off / on) and under heaptrack; a PyTorch
-# CPU training run bare, under watch (call sites on / off; a leaking run with Python lines on /
-# off) and under memray when importable.
-# Every figure is the median wall time of RUNS runs (default 5; the runs of one row alternate
-# with nothing else), and every ratio is against the bare median of the same table.
-# Usage: watch/bench/overhead.sh BUILD_DIR [BEFORE_BUILD_DIR]
-#   BUILD_DIR has harness/leakbound and the preload; BEFORE_BUILD_DIR (optional) is an older
-#   build measured in the same run, for a before/after table. RUNS=N, MEMRAY_PYTHON=python
-#   with memray (default /usr/bin/python3), TORCH_STEPS=N (default 300).
+# What `leakbound watch` costs, side by side in one run (docs/watch.md, "Overhead"): paired,
+# alternating runs of bare / watch (call sites off, on, Python lines) / heaptrack / memray on a
+# malloc/free loop, a 4-thread malloc/free loop, a PyTorch CPU training run (also leaking, for
+# Python lines) and a PyTorch run fed by DataLoader workers; medians, ranges and peak RSS.
+#
+# Usage: watch/bench/overhead.sh [BUILD_DIR] [-- OVERHEAD_PY_OPTIONS]
+#   BUILD_DIR (default build/default) has harness/leakbound. Options after -- go to
+#   watch/bench/overhead.py (--rounds N, default 5; --pairs N; --torch-steps N, default 1500;
+#   --loader-steps N; --only malloc,threads,torch,lines,loader; --out FILE).
+#   memray comes from PyPI in a virtual environment made here (MEMRAY_VENV, default
+#   BUILD_DIR/bench-venv, over Debian's python3 with its site packages, so torch imports);
+#   when pip cannot install it the memray row is skipped with a note. MEMRAY=0 skips it.
+# Takes ~10 minutes with the defaults on 2 cores.
 set -eu
-build=${1:-build/h5}
-before=${2:-}
-runs=${RUNS:-5}
 here=$(cd "$(dirname "$0")" && pwd)
+build=build/default
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then build=$1; shift; fi
+[ "${1:-}" = "--" ] && shift
+leakbound=$build/harness/leakbound
+[ -x "$leakbound" ] || { echo "overhead.sh: no $leakbound: build first (cmake --preset default && cmake --build --preset default)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cc -O2 -I"$here/../include" "$here/malloc_loop.c" -o "$tmp/malloc_loop" -ldl
-python=/usr/bin/python3
-memray_python=${MEMRAY_PYTHON:-$python}
-script=$here/../tests/programs/torch_mlp.py
+cc -O2 -I"$here/../include" "$here/malloc_loop.c" -o "$tmp/malloc_loop"
+cc -O2 -pthread "$here/malloc_threads.c" -o "$tmp/malloc_threads"
 
-secs() {  # median wall seconds of RUNS runs of a command
-  local times=()
-  for _ in $(seq "$runs"); do
-    local t0 t1
-    t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s.%N)
-    times+=("$(echo "$t1 - $t0" | bc -l)")
-  done
-  printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'
-}
-row() { printf "%-52s %8.3f s  %6.2fx\n" "$1" "$2" "$(echo "$2 / $3" | bc -l)"; }
-
-builds=("$build")
-[ -n "$before" ] && builds=("$before" "$build")
-label() { if [ "$1" = "$build" ] && [ -n "$before" ]; then echo "after"; elif [ -n "$before" ]; then echo "before"; else echo "watch"; fi; }
-
-pairs=5000000
-echo "median of $runs runs each"
-echo "malloc/free loop ($pairs pairs)"
-bare=$(secs "$tmp/malloc_loop" $pairs)
-row "bare" "$bare" "$bare"
-for b in "${builds[@]}"; do
-  t=$(secs "$b/harness/leakbound" watch --no-call-sites --out "$tmp/w1" -- "$tmp/malloc_loop" $pairs)
-  row "$(label "$b"): leakbound watch, call sites off" "$t" "$bare"
-  t=$(secs "$b/harness/leakbound" watch --out "$tmp/w2" -- "$tmp/malloc_loop" $pairs)
-  row "$(label "$b"): leakbound watch, call sites on" "$t" "$bare"
-done
-if command -v heaptrack >/dev/null; then
-  row "heaptrack" "$(secs heaptrack -o "$tmp/ht" "$tmp/malloc_loop" $pairs)" "$bare"
-fi
-if "$python" -c "import torch" 2>/dev/null; then
-  steps=${TORCH_STEPS:-300}
-  echo "PyTorch CPU MLP training, $steps steps (includes interpreter start and import torch)"
-  tbare=$(secs "$python" "$script" clean none $steps)
-  row "bare" "$tbare" "$tbare"
-  for b in "${builds[@]}"; do
-    t=$(secs "$b/harness/leakbound" watch --step-on torch.optim.Optimizer.step --out "$tmp/w3" -- \
-        "$python" "$script" clean step_on $steps)
-    row "$(label "$b"): leakbound watch (PYTHONMALLOC=malloc)" "$t" "$tbare"
-    t=$(secs "$b/harness/leakbound" watch --no-call-sites --step-on torch.optim.Optimizer.step \
-        --out "$tmp/w4" -- "$python" "$script" clean step_on $steps)
-    row "$(label "$b"): leakbound watch --no-call-sites" "$t" "$tbare"
-  done
-  # The Python module's census collection (docs/watch.md, "Python and the collector"): full
-  # collections without the freeze, and none at all.
-  t=$(LEAKBOUND_CENSUS_GC=nofreeze secs "$build/harness/leakbound" watch \
-      --step-on torch.optim.Optimizer.step --out "$tmp/w5" -- "$python" "$script" clean step_on $steps)
-  row "$(label "$build"): watch, LEAKBOUND_CENSUS_GC=nofreeze" "$t" "$tbare"
-  t=$(LEAKBOUND_CENSUS_GC=0 secs "$build/harness/leakbound" watch \
-      --step-on torch.optim.Optimizer.step --out "$tmp/w6" -- "$python" "$script" clean step_on $steps)
-  row "$(label "$build"): watch, LEAKBOUND_CENSUS_GC=0" "$t" "$tbare"
-  # Python lines (docs/watch.md, "Where"): a leaking run, whose growing sites switch the tracer
-  # on for up to 16 steps, with the lines and without (LEAKBOUND_PYTHON_LINES=0).
-  lbare=$(secs "$python" "$script" sum_loss none $steps)
-  row "bare, running = running + loss" "$lbare" "$lbare"
-  t=$(secs "$build/harness/leakbound" watch --step-on torch.optim.Optimizer.step --out "$tmp/w7" \
-      -- "$python" "$script" sum_loss step_on $steps)
-  row "$(label "$build"): watch, leaking, Python lines" "$t" "$lbare"
-  t=$(LEAKBOUND_PYTHON_LINES=0 secs "$build/harness/leakbound" watch \
-      --step-on torch.optim.Optimizer.step --out "$tmp/w8" -- "$python" "$script" sum_loss step_on $steps)
-  row "$(label "$build"): watch, leaking, LEAKBOUND_PYTHON_LINES=0" "$t" "$lbare"
-  if "$memray_python" -c "import memray, torch" 2>/dev/null; then
-    tm=$(secs "$memray_python" -m memray run -f -o "$tmp/m.bin" "$script" clean none $steps)
-    row "memray run" "$tm" "$tbare"
+memray=(--memray-skip "MEMRAY=0")
+if [ "${MEMRAY:-1}" != 0 ]; then
+  venv=${MEMRAY_VENV:-$build/bench-venv}
+  if ! "$venv/bin/python" -c "import memray" 2>/dev/null; then
+    echo "overhead.sh: installing memray from PyPI into $venv" >&2
+    /usr/bin/python3 -m venv --system-site-packages "$venv" >"$tmp/venv.log" 2>&1 &&
+      "$venv/bin/pip" install -q memray >>"$tmp/venv.log" 2>&1 || true
+  fi
+  if "$venv/bin/python" -c "import memray, torch" 2>/dev/null; then
+    memray=(--memray-python "$venv/bin/python")
+  else
+    memray=(--memray-skip "pip install memray into $venv failed: $(tail -1 "$tmp/venv.log" 2>/dev/null || echo 'no log')")
   fi
 fi
+/usr/bin/python3 "$here/overhead.py" --leakbound "$leakbound" \
+  --malloc-loop "$tmp/malloc_loop" --malloc-threads "$tmp/malloc_threads" \
+  --programs "$here/../tests/programs" "${memray[@]}" "$@"

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Paired, alternating overhead runs for watch/bench/overhead.sh (docs/watch.md, "Overhead").
+
+Each program is run ROUNDS times in every variant (bare, under watch in its settings, under
+heaptrack and memray where they apply); a round runs every variant once, one after another, its
+first variant rotating from round to round, so that a slow stretch of a shared machine falls on
+all of them. Reported per variant: the median wall time and its range, the median of the paired
+ratios (this round's run over this round's bare run) with their range, and the median peak RSS
+(ru_maxrss from wait4: the largest process of the run, the watched program under watch) against
+bare's.
+
+Usage: overhead.py --leakbound PATH --malloc-loop PATH --malloc-threads PATH --programs DIR
+                   [--rounds N] [--pairs N] [--torch-steps N] [--loader-steps N]
+                   [--memray-python PATH | --memray-skip REASON] [--only NAMES] [--out FILE]
+                   [--no-heaptrack] [--fail-above RATIO]
+Exit status: 0; 1 when a program failed under a variant, or (--fail-above) when a watch
+variant's median paired ratio is above RATIO (the bench.watch_overhead smoke test: a wide
+margin, for regressions only; the figures themselves live in docs/watch.md).
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run_once(argv, env):
+    """Wall seconds, peak RSS in KiB and the exit status of one run."""
+    start = time.monotonic()
+    child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss, child.returncode
+
+
+class Variant:
+    def __init__(self, label, argv, env=None, ok=(0,)):
+        self.label, self.argv, self.env, self.ok = label, argv, env or {}, ok
+        self.walls, self.rss, self.failure = [], [], None
+
+
+def measure(title, variants, rounds, log):
+    """Runs the variants alternately; variants[0] is bare."""
+    for r in range(rounds):
+        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        for v in order:
+            if v.failure:
+                continue
+            try:
+                wall, rss, rc = run_once(v.argv, {**os.environ, **v.env})
+            except OSError as error:
+                v.failure = "cannot run %s: %s" % (v.argv[0], error.strerror)
+                log("  %s: %s: FAILED, %s" % (title, v.label, v.failure))
+                continue
+            if rc not in v.ok:
+                v.failure = "exit %d (command: %s)" % (rc, " ".join(v.argv))
+                log("  %s: %s: FAILED, %s" % (title, v.label, v.failure))
+                continue
+            v.walls.append(wall)
+            v.rss.append(rss)
+            log("  round %d/%d  %-44s %7.3f s  %6.0f MiB" % (r + 1, rounds, v.label, wall,
+                                                               rss / 1024))
+
+
+def worst_watch_ratio(variants):
+    bare, worst = variants[0], None
+    for v in variants:
+        if v.label.startswith("watch") and v.walls and bare.walls:
+            ratio = statistics.median([w / b for w, b in zip(v.walls, bare.walls)])
+            if worst is None or ratio > worst[0]:
+                worst = (ratio, v.label)
+    return worst
+
+
+def table(title, variants):
+    bare = variants[0]
+    lines = ["", "**%s**" % title, "",
+             "| | wall, median (range) | x bare, median of pairs (range) | peak RSS | RSS x bare |",
+             "|---|---:|---:|---:|---:|"]
+    for v in variants:
+        if v.failure or not v.walls or not bare.walls:
+            lines.append("| %s | failed: %s | | | |" % (
+                v.label, v.failure or ("no run" if not v.walls else "no bare run to compare")))
+            continue
+        pairs = [w / b for w, b in zip(v.walls, bare.walls)]
+        rss = statistics.median(v.rss)
+        lines.append("| %s | %.3f s (%.3f-%.3f) | %.2fx (%.2f-%.2f) | %.0f MiB | %.2fx |" % (
+            v.label, statistics.median(v.walls), min(v.walls), max(v.walls),
+            statistics.median(pairs), min(pairs), max(pairs), rss / 1024,
+            rss / statistics.median(bare.rss)))
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--leakbound", required=True)
+    parser.add_argument("--malloc-loop", required=True)
+    parser.add_argument("--malloc-threads", required=True)
+    parser.add_argument("--programs", required=True, help="watch/tests/programs")
+    parser.add_argument("--python", default="/usr/bin/python3")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=20000000)
+    parser.add_argument("--torch-steps", type=int, default=1500)
+    parser.add_argument("--loader-steps", type=int, default=600)
+    parser.add_argument("--memray-python", help="a python that imports memray and torch")
+    parser.add_argument("--memray-skip", default="no --memray-python given")
+    parser.add_argument("--only", default="malloc,threads,torch,lines,loader",
+                        help="comma-separated programs to run")
+    parser.add_argument("--out", help="also write the tables to this file")
+    parser.add_argument("--no-heaptrack", action="store_true", help="leave heaptrack out")
+    parser.add_argument("--fail-above", type=float, metavar="RATIO",
+                        help="exit 1 when a watch variant's median paired ratio is above RATIO")
+    args = parser.parse_args()
+    if args.rounds < 1 or args.pairs < 1 or args.torch_steps < 1 or args.loader_steps < 1:
+        parser.error("--rounds, --pairs, --torch-steps and --loader-steps must be >= 1")
+
+    log = lambda text: print(text, file=sys.stderr, flush=True)
+    scratch = tempfile.mkdtemp(prefix="leakbound-overhead-")
+    watch = lambda *opts: [args.leakbound, "watch", "--out", os.path.join(scratch, "w")] + list(opts) + ["--"]
+    watch_ok = (0, 4)  # the loops have no truth to meet: a PASS or too few steps
+    heaptrack = None if args.no_heaptrack else shutil.which("heaptrack")
+    heaptrack_cmd = lambda: [heaptrack, "-o", os.path.join(scratch, "ht")]
+    notes, lines = [], []
+    if not heaptrack and not args.no_heaptrack:
+        notes.append("heaptrack: skipped (not installed; apt-get install heaptrack)")
+    if not args.memray_python:
+        notes.append("memray: skipped (%s)" % args.memray_skip)
+    only = set(args.only.split(","))
+    unknown = only - {"malloc", "threads", "torch", "lines", "loader"}
+    if unknown:
+        parser.error("--only: unknown program(s) %s" % ", ".join(sorted(unknown)))
+    has_torch = subprocess.run([args.python, "-c", "import torch"], capture_output=True).returncode == 0
+    if not has_torch and only & {"torch", "lines", "loader"}:
+        notes.append("PyTorch programs: skipped (%s cannot import torch; apt-get install "
+                     "python3-torch)" % args.python)
+        only -= {"torch", "lines", "loader"}
+
+    programs = []
+    loop = [args.malloc_loop, str(args.pairs)]
+    if "malloc" in only:
+        variants = [Variant("bare", loop),
+                    Variant("watch, call sites off", watch("--no-call-sites") + loop, ok=watch_ok),
+                    Variant("watch, call sites on", watch() + loop, ok=watch_ok)]
+        if heaptrack:
+            variants.append(Variant("heaptrack", heaptrack_cmd() + loop))
+        programs.append(("malloc/free loop, %d M pairs, a step marker per 1,000 pairs"
+                         % (args.pairs // 1000000), variants))
+    threads = [args.malloc_threads, str(args.pairs)]
+    if "threads" in only:
+        variants = [Variant("bare", threads),
+                    Variant("watch --interval 20ms, call sites off",
+                            watch("--interval", "20ms", "--no-call-sites") + threads, ok=watch_ok),
+                    Variant("watch --interval 20ms, call sites on",
+                            watch("--interval", "20ms") + threads, ok=watch_ok)]
+        if heaptrack:
+            variants.append(Variant("heaptrack", heaptrack_cmd() + threads))
+        programs.append(("malloc/free loop, 4 threads, %d M pairs in all, no markers"
+                         % (args.pairs // 1000000), variants))
+    mlp = os.path.join(args.programs, "torch_mlp.py")
+    step_on = ["--step-on", "torch.optim.SGD.step"]
+    if "torch" in only:
+        train = [args.python, mlp, "clean", "step_on", str(args.torch_steps)]
+        variants = [Variant("bare", train),
+                    Variant("bare, PYTHONMALLOC=malloc", train, env={"PYTHONMALLOC": "malloc"}),
+                    Variant("watch, call sites off", watch(*step_on, "--no-call-sites") + train,
+                            ok=watch_ok),
+                    Variant("watch, call sites on", watch(*step_on) + train, ok=watch_ok),
+                    Variant("watch, call sites on, --keep-pymalloc",
+                            watch(*step_on, "--keep-pymalloc") + train, ok=watch_ok)]
+        if heaptrack:
+            variants.append(Variant("heaptrack", heaptrack_cmd() + train))
+        if args.memray_python:
+            variants.append(Variant("memray run", [args.memray_python, "-m", "memray", "run", "-f",
+                                                   "-o", os.path.join(scratch, "m.bin")]
+                                    + train[1:]))
+        programs.append(("PyTorch CPU MLP training, %d steps (interpreter start and import torch "
+                         "included)" % args.torch_steps, variants))
+    if "lines" in only:
+        leak = [args.python, mlp, "sum_loss", "step_on", str(args.torch_steps)]
+        variants = [Variant("bare", leak),
+                    Variant("watch, Python lines off (LEAKBOUND_PYTHON_LINES=0)",
+                            watch(*step_on) + leak, env={"LEAKBOUND_PYTHON_LINES": "0"},
+                            ok=(1,)),
+                    Variant("watch, Python lines on (the default)", watch(*step_on) + leak,
+                            ok=(1,))]
+        programs.append(("The same, leaking (running = running + loss): Python lines switched on "
+                         "for the growing sites", variants))
+    if "loader" in only:
+        tree = [args.python, os.path.join(args.programs, "torch_tree.py"), "loader-clean"]
+        env = {"TREE_STEPS": str(args.loader_steps)}
+        variants = [Variant("bare", tree, env=env),
+                    Variant("watch, call sites off", watch(*step_on, "--no-call-sites") + tree,
+                            env=env, ok=watch_ok),
+                    Variant("watch, call sites on", watch(*step_on) + tree, env=env, ok=watch_ok)]
+        programs.append(("PyTorch training fed by a DataLoader with 2 persistent workers, %d steps"
+                         % args.loader_steps, variants))
+
+    try:
+        for title, variants in programs:
+            log("%s (%d rounds)" % (title, args.rounds))
+            measure(title, variants, args.rounds, log)
+            lines += table(title, variants)
+    except KeyboardInterrupt:
+        log("interrupted: the tables of the programs measured so far follow")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    header = ["Paired, alternating runs: %d rounds; one round runs every variant once." % args.rounds]
+    text = "\n".join(header + ["- " + n for n in notes] + lines) + "\n"
+    sys.stdout.write(text)
+    if args.out:
+        with open(args.out + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(args.out + ".tmp", args.out)
+    status = 0
+    for title, variants in programs:
+        for v in variants:
+            if v.failure:
+                log("FAILED: %s, %s: %s" % (title, v.label, v.failure))
+                status = 1
+        worst = worst_watch_ratio(variants)
+        if args.fail_above is not None and worst and worst[0] > args.fail_above:
+            log("FAILED: %s, %s: %.2fx bare, above --fail-above %.2fx" % (
+                title, worst[1], worst[0], args.fail_above))
+            status = 1
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
