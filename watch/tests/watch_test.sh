@@ -202,6 +202,22 @@ case $case_name in
       watch_expect 0 -- "$python" "$programs/py_census_gc.py" "$expect"
     grep -q "as expected" "$out_root/$case_name.stdout" || { cat "$out_root/$case_name".std* >&2; fail "the program saw otherwise"; }
     ;;
+  py_pymalloc_leak)
+    # --step-on and no PYTHONMALLOC=malloc: the module counts Python objects (PyObject_Malloc)
+    # and PyMem_Malloc buffers through pymalloc's allocator hooks, to the byte.
+    "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
+    watch_expect 1 --step-on py_pymalloc.Trainer.step -- "$python" "$programs/py_pymalloc.py" leak 300
+    grep -qx "PYTHONMALLOC=None" "$out_root/$case_name.stdout" || fail "PYTHONMALLOC was set: not the pymalloc path"
+    want=$(sed -n 's/^expect \([0-9]*\) B\/step$/\1.0/p' "$out_root/$case_name.stdout")
+    expect_verdict unbounded-growth host.heap_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    [ -n "$want" ] && [ "$slope" = "$want" ] || fail "host.heap_bytes slope $slope B/step, want $want (sys.getsizeof of what a step keeps)"
+    ;;
+  py_pymalloc_clean)
+    "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
+    watch_expect 0 --step-on py_pymalloc.Trainer.step -- "$python" "$programs/py_pymalloc.py" clean 300
+    expect_verdict PASS host.heap_bytes
+    ;;
   py_census_gc_bad_value)
     "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
     LEAKBOUND_CENSUS_GC=sometimes LEAKBOUND_CENSUS_GC_EVERY=-3 watch_expect 0 -- "$python" "$programs/py_census_gc.py" frozen

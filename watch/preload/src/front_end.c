@@ -270,9 +270,14 @@ static int MapRemove(uintptr_t start, uintptr_t length) {
   return overlapped;
 }
 
+/* Set while pymalloc maps or unmaps an arena (below): its objects are counted one by one in the
+ * heap, so its arenas are not the program's own mappings. */
+static __thread int t_arena_maps;
+
 LB_EXPORT void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
   long mapped = syscall(SYS_mmap, address, length, prot, flags, fd, offset);
   if (mapped == -1) return MAP_FAILED;
+  if (t_arena_maps) return (void*)mapped;
   if (flags & MAP_FIXED) MapRemove((uintptr_t)mapped, PageRound(length));
   if (flags & MAP_ANONYMOUS) MapInsert((uintptr_t)mapped, PageRound(length));
   return (void*)mapped;
@@ -284,7 +289,7 @@ LB_EXPORT void* mmap64(void* address, size_t length, int prot, int flags, int fd
 
 LB_EXPORT int munmap(void* address, size_t length) {
   long result = syscall(SYS_munmap, address, length);
-  if (result == 0) MapRemove((uintptr_t)address, PageRound(length));
+  if (result == 0 && !t_arena_maps) MapRemove((uintptr_t)address, PageRound(length));
   return (int)result;
 }
 
@@ -329,4 +334,125 @@ __attribute__((constructor(102))) static void InitPreloadFrontEnd(void) {
                              "symbol search order (load it with LD_PRELOAD)");
   }
   ResolveProgramOperators();
+}
+
+/* ---- Python's object allocator ----------------------------------------------------------- */
+
+/* CPython's PyMemAllocatorEx and PyObjectArenaAllocator (stable since 3.4/3.5), declared here
+ * so that the preload needs no Python headers; the functions are found with dlsym in the
+ * process (python3 exports them). */
+typedef struct PyAllocator {
+  void* ctx;
+  void* (*malloc)(void* ctx, size_t size);
+  void* (*calloc)(void* ctx, size_t count, size_t size);
+  void* (*realloc)(void* ctx, void* block, size_t size);
+  void (*free)(void* ctx, void* block);
+} PyAllocator;
+typedef struct PyArenaAllocator {
+  void* ctx;
+  void* (*alloc)(void* ctx, size_t size);
+  void (*free)(void* ctx, void* block, size_t size);
+} PyArenaAllocator;
+enum { kPyDomainMem = 1, kPyDomainObject = 2 }; /* PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ */
+
+/* pymalloc, as it was before the hook, for PyMem_Malloc and PyObject_Malloc (both pymalloc
+ * since 3.6); the hooks' ctx points at their domain's. */
+static PyAllocator g_py_domains[2];
+static PyArenaAllocator g_py_arenas;
+
+/* pymalloc's smallest size class (16 bytes) puts two live objects 16 bytes apart, inside one
+ * 32-byte granule of the record table: requests of up to 16 bytes are served from the 32-byte
+ * class (the counters still count what was asked). */
+static inline size_t PyRequest(size_t size) { return size > 16 ? size : 17; }
+
+/* The previous allocator runs excluded: pymalloc hands blocks over 512 bytes to malloc, which
+ * must not count them a second time. */
+static void* PyHookMalloc(void* ctx, size_t size) {
+  const PyAllocator* prev = (const PyAllocator*)ctx;
+  leakbound_heap_exclude_begin();
+  void* block = prev->malloc(prev->ctx, PyRequest(size));
+  leakbound_heap_exclude_end();
+  if (block) Counted(block, size, PC());
+  return block;
+}
+
+static void* PyHookCalloc(void* ctx, size_t count, size_t size) {
+  const PyAllocator* prev = (const PyAllocator*)ctx;
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) return NULL;
+  leakbound_heap_exclude_begin();
+  void* block = prev->calloc(prev->ctx, 1, PyRequest(bytes));
+  leakbound_heap_exclude_end();
+  if (block) Counted(block, bytes, PC());
+  return block;
+}
+
+static void* PyHookRealloc(void* ctx, void* block, size_t size) {
+  const PyAllocator* prev = (const PyAllocator*)ctx;
+  if (!block) return PyHookMalloc(ctx, size);
+  LeakboundHeapTaken taken = LeakboundHeapTake(block);
+  leakbound_heap_exclude_begin();
+  void* moved = prev->realloc(prev->ctx, block, PyRequest(size));
+  leakbound_heap_exclude_end();
+  if (!moved) {
+    LeakboundHeapPutBack(block, taken);
+    return NULL;
+  }
+  Forgotten(block, taken);
+  Counted(moved, size, PC());
+  return moved;
+}
+
+static void PyHookFree(void* ctx, void* block) {
+  const PyAllocator* prev = (const PyAllocator*)ctx;
+  if (!block) return;
+  Uncounted(block);
+  prev->free(prev->ctx, block);
+}
+
+static void* PyArenaAlloc(void* ctx, size_t size) {
+  (void)ctx;
+  ++t_arena_maps;
+  void* arena = g_py_arenas.alloc(g_py_arenas.ctx, size);
+  --t_arena_maps;
+  return arena;
+}
+
+static void PyArenaFree(void* ctx, void* arena, size_t size) {
+  (void)ctx;
+  ++t_arena_maps;
+  g_py_arenas.free(g_py_arenas.ctx, arena, size);
+  --t_arena_maps;
+}
+
+/* Called by the leakbound module at its import, with the GIL held, when Python's object
+ * allocator is pymalloc (no PYTHONMALLOC=malloc): from then on every Python object and every
+ * PyMem_Malloc buffer is counted in the heap like a malloc'd block, at pymalloc's speed; objects made before are not (as blocks
+ * allocated before the preload loaded), and their frees find no record. Returns 1 once hooked
+ * (this call or an earlier one), 0 when the process has no such functions. */
+LB_EXPORT int leakbound_python_hook_objects(void) {
+  static int hooked;
+  if (hooked) return 1;
+  void (*get_objects)(int, PyAllocator*) =
+      (void (*)(int, PyAllocator*))dlsym(RTLD_DEFAULT, "PyMem_GetAllocator");
+  void (*set_objects)(int, PyAllocator*) =
+      (void (*)(int, PyAllocator*))dlsym(RTLD_DEFAULT, "PyMem_SetAllocator");
+  void (*get_arenas)(PyArenaAllocator*) =
+      (void (*)(PyArenaAllocator*))dlsym(RTLD_DEFAULT, "PyObject_GetArenaAllocator");
+  void (*set_arenas)(PyArenaAllocator*) =
+      (void (*)(PyArenaAllocator*))dlsym(RTLD_DEFAULT, "PyObject_SetArenaAllocator");
+  if (!get_objects || !set_objects || !get_arenas || !set_arenas) return 0;
+  static PyAllocator hooks[2];
+  static PyArenaAllocator arenas = {NULL, PyArenaAlloc, PyArenaFree};
+  get_arenas(&g_py_arenas);
+  set_arenas(&arenas);
+  const int domains[2] = {kPyDomainMem, kPyDomainObject};
+  for (int d = 0; d < 2; ++d) {
+    get_objects(domains[d], &g_py_domains[d]);
+    hooks[d] = (PyAllocator){&g_py_domains[d], PyHookMalloc, PyHookCalloc, PyHookRealloc,
+                             PyHookFree};
+    set_objects(domains[d], &hooks[d]);
+  }
+  hooked = 1;
+  return 1;
 }

@@ -97,6 +97,24 @@ def _resolve_lines():
 
 _marker, _note, _watching, _note_counter, _census_due, _role = _resolve()
 _py_tracer, _py_waiting, _py_where = _resolve_lines()
+
+
+def _hook_objects():
+    """Counts Python objects through pymalloc's allocator hooks (the preload's
+    ``leakbound_python_hook_objects``), unless they already go to malloc (PYTHONMALLOC=malloc,
+    which `leakbound watch` sets when no --step-on loads this module at start-up)."""
+    if _os.environ.get("PYTHONMALLOC", "") in ("malloc", "malloc_debug"):
+        return
+    try:
+        hook = _ctypes.PyDLL(None).leakbound_python_hook_objects
+    except (OSError, AttributeError):
+        return  # not under watch
+    hook.restype = _ctypes.c_int
+    hook.argtypes = []
+    hook()
+
+
+_hook_objects()
 _torch_cuda = None  # None: not checked yet; False: no torch with CUDA; else torch.cuda
 
 
