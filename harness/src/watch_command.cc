@@ -111,11 +111,10 @@ Parsed Parse(int argc, char **argv) {
                  "::error annotations on the leaking line)");
   app.add_option("--out,-o", out, "report folder")->capture_default_str();
   app.add_flag("--keep-pymalloc", o.keep_pymalloc,
-               "leave Python's small-object allocator on without --step-on too (with --step-on "
-               "leakbound's module, loaded at start-up, counts every Python object through "
-               "pymalloc's allocator hooks; without it watch sets PYTHONMALLOC=malloc so every "
-               "object is counted; with this flag objects are counted from the program's "
-               "`import leakbound` on)");
+               "leave Python's small-object allocator on (by default watch sets "
+               "PYTHONMALLOC=malloc so every Python object is counted exactly): objects are then "
+               "counted through pymalloc's allocator hooks from the moment leakbound's module "
+               "loads (at start-up with --step-on), faster, less tried");
   app.add_flag("--cuda", o.cuda,
                "expect a device side: report the CUPTI ledger (cupti.*) or why "
                "it is unavailable "

@@ -203,10 +203,10 @@ case $case_name in
     grep -q "as expected" "$out_root/$case_name.stdout" || { cat "$out_root/$case_name".std* >&2; fail "the program saw otherwise"; }
     ;;
   py_pymalloc_leak)
-    # --step-on and no PYTHONMALLOC=malloc: the module counts Python objects (PyObject_Malloc)
-    # and PyMem_Malloc buffers through pymalloc's allocator hooks, to the byte.
+    # --keep-pymalloc: the module counts Python objects (PyObject_Malloc) and PyMem_Malloc
+    # buffers through pymalloc's allocator hooks, to the byte.
     "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
-    watch_expect 1 --step-on py_pymalloc.Trainer.step -- "$python" "$programs/py_pymalloc.py" leak 300
+    watch_expect 1 --keep-pymalloc --step-on py_pymalloc.Trainer.step -- "$python" "$programs/py_pymalloc.py" leak 300
     grep -qx "PYTHONMALLOC=None" "$out_root/$case_name.stdout" || fail "PYTHONMALLOC was set: not the pymalloc path"
     want=$(sed -n 's/^expect \([0-9]*\) B\/step$/\1.0/p' "$out_root/$case_name.stdout")
     expect_verdict unbounded-growth host.heap_bytes
@@ -215,7 +215,7 @@ case $case_name in
     ;;
   py_pymalloc_clean)
     "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
-    watch_expect 0 --step-on py_pymalloc.Trainer.step -- "$python" "$programs/py_pymalloc.py" clean 300
+    watch_expect 0 --keep-pymalloc --step-on py_pymalloc.Trainer.step -- "$python" "$programs/py_pymalloc.py" clean 300
     expect_verdict PASS host.heap_bytes
     ;;
   py_census_gc_bad_value)

@@ -102,7 +102,7 @@ _py_tracer, _py_waiting, _py_where = _resolve_lines()
 def _hook_objects():
     """Counts Python objects through pymalloc's allocator hooks (the preload's
     ``leakbound_python_hook_objects``), unless they already go to malloc (PYTHONMALLOC=malloc,
-    which `leakbound watch` sets when no --step-on loads this module at start-up)."""
+    which `leakbound watch` sets unless --keep-pymalloc)."""
     if _os.environ.get("PYTHONMALLOC", "") in ("malloc", "malloc_debug"):
         return
     try:

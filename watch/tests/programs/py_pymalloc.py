@@ -1,5 +1,5 @@
-"""Python objects counted through pymalloc's allocator hooks (`leakbound watch --step-on`, no
-PYTHONMALLOC=malloc): `py_pymalloc.py leak|clean STEPS`, run under
+"""Python objects counted through pymalloc's allocator hooks (`leakbound watch --keep-pymalloc`,
+no PYTHONMALLOC=malloc): `py_pymalloc.py leak|clean STEPS`, run under
 `--step-on py_pymalloc.Trainer.step` (the script imports itself, so that the name resolves).
 Each step makes a bytes object (PyObject_Malloc) and an array.array whose buffer is
 PyMem_Malloc's; in `leak` mode the step keeps both, exactly the bytes `sys.getsizeof` says

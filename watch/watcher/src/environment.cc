@@ -74,12 +74,11 @@ std::vector<std::string> ChildEnvironment(const WatchOptions &options, const Wat
   set[LEAKBOUND_WATCH_ENV_CLOCK] = clock.string();
   set["LEAKBOUND_WATCH_PARENT"] = std::to_string(::getpid());  // tells the first process
   set[LEAKBOUND_WATCH_ENV_SITES] = options.call_sites ? "1" : "0";
-  // Python objects are counted one by one: through malloc (PYTHONMALLOC=malloc), or, when
-  // --step-on loads the leakbound module at start-up, through pymalloc's allocator hooks, which
-  // the module installs (pymalloc's speed; PYTHONMALLOC=malloc alone made `import torch` ~15%
-  // slower). --keep-pymalloc: pymalloc stays in any case, and objects are counted from the
-  // moment the program imports leakbound (before that, only as pymalloc's arenas).
-  if (!options.keep_pymalloc && options.step_on.empty()) set["PYTHONMALLOC"] = "malloc";
+  // Python objects are counted one by one: through malloc (PYTHONMALLOC=malloc, the default),
+  // or with --keep-pymalloc through pymalloc's allocator hooks, which the leakbound module
+  // installs when it loads (at start-up under --step-on): pymalloc's speed (PYTHONMALLOC=malloc
+  // alone made `import torch` ~15% slower), not the default yet (docs/watch.md, "Python").
+  if (!options.keep_pymalloc) set["PYTHONMALLOC"] = "malloc";
   if (!paths.python.empty()) {
     std::string python_path = (paths.python).string();
     if (!options.step_on.empty()) python_path += ":" + (paths.python / "sitecustomize").string();
