@@ -110,12 +110,15 @@ struct Unseen {
 
 // A connection of the job, open until its process image ends.
 // How often a process's private memory is read at most (smaps_rollup walks its page tables):
-// every 50 ms, and no sooner than kPrivateMemoryShare times the last read took. A read of a
-// PyTorch process (~250 MiB) takes ~7 ms: every 50 ms it was 14% of a core per process, taken
-// from the program on a small machine (a DataLoader job ran 1.4x bare, the watcher's CPU mostly
-// smaps_account).
+// every 50 ms, and no sooner than kPrivateMemoryShare times the last read took, but at least
+// every kPrivateMemoryLongest. A read of a PyTorch process (~250 MiB) takes ~7 ms: every 50 ms
+// it was 14% of a core per process, taken from the program on a small machine (a DataLoader
+// job ran 1.4x bare, the watcher's CPU mostly smaps_account). Uncapped, a loaded machine's slow
+// reads spaced them so far that the PSS series became a staircase whose steps hid a steady
+// copy-on-read rise (torch_tree_cow failed in CI).
 constexpr auto kPrivateMemoryEvery = std::chrono::milliseconds(50);
-constexpr int kPrivateMemoryShare = 50;  // at most 2% of a core per process
+constexpr auto kPrivateMemoryLongest = std::chrono::milliseconds(100);
+constexpr int kPrivateMemoryShare = 50;
 
 struct Connection {
   int fd = -1;
@@ -360,8 +363,9 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
         last.has_private =
             ReadPrivateMemory(job.images[c.image].pid, last.rss_bytes, last.pss_bytes);
         c.private_read = now;
-        c.private_every = std::max<std::chrono::steady_clock::duration>(
-            kPrivateMemoryEvery, (std::chrono::steady_clock::now() - now) * kPrivateMemoryShare);
+        c.private_every = std::clamp<std::chrono::steady_clock::duration>(
+            (std::chrono::steady_clock::now() - now) * kPrivateMemoryShare, kPrivateMemoryEvery,
+            kPrivateMemoryLongest);
       }
       if (!open) {
         ::close(c.fd);
