@@ -369,11 +369,14 @@ static int ListChanged(void) {
     FoldRing* ring = &g_folds[k];
     const uint64_t from = g_folds_read[k];
     const uint64_t to = atomic_load_explicit(&ring->count, memory_order_acquire);
-    for (uint64_t f = to - from > kFoldRing ? to : from; f < to; ++f) {
+    /* The owner writes entry n before it publishes count n + 1, so with kFoldRing entries
+     * unread the next write may already be over the oldest: lapped from there on. */
+    for (uint64_t f = to - from >= kFoldRing ? to : from; f < to; ++f) {
       List(atomic_load_explicit(&ring->sites[f % kFoldRing], memory_order_relaxed));
     }
     /* Lapped before or while it was read: some fold may be missing. */
-    if (atomic_load_explicit(&ring->count, memory_order_acquire) - from > kFoldRing) full = 1;
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&ring->count, memory_order_relaxed) - from >= kFoldRing) full = 1;
     g_folds_read[k] = to;
     for (int e = 0; e < (1 << kDeltaBits); ++e) {
       SiteDelta* d = &g_deltas[k][e];
