@@ -158,31 +158,34 @@ void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
   }
 }
 
-// A NAMES message (channel.h): `count` packed names filling the message exactly.
+// A NAMES message (channel.h): `count` packed names filling the message exactly; one that does
+// not add up is dropped whole (checked before any name is kept).
 void ConsumeNameBatch(const leakbound_watch_name_batch &batch, size_t size,
                       WatchRecording &recording) {
-  const size_t head = offsetof(leakbound_watch_name_batch, bytes);
-  size_t at = 0;
-  const size_t end = size - head;
-  for (uint32_t i = 0; i < batch.count; ++i) {
-    std::uint32_t site = 0;
-    std::uint16_t length = 0;
-    if (end - at < sizeof site + sizeof length) {
-      at = end + 1;  // fewer names than it says
-      break;
+  const size_t end = size - offsetof(leakbound_watch_name_batch, bytes);
+  const auto walk = [&](bool keep) {
+    size_t at = 0;
+    for (uint32_t i = 0; i < batch.count; ++i) {
+      std::uint32_t site = 0;
+      std::uint16_t length = 0;
+      if (end - at < sizeof site + sizeof length) return false;  // fewer names than it says
+      std::memcpy(&site, batch.bytes + at, sizeof site);
+      std::memcpy(&length, batch.bytes + at + sizeof site, sizeof length);
+      at += sizeof site + sizeof length;
+      if (length >= LEAKBOUND_WATCH_TEXT || end - at < length) return false;
+      if (keep) {
+        const char *text = reinterpret_cast<const char *>(batch.bytes + at);
+        recording.site_names[site] = std::string(text, strnlen(text, length));  // as NAME's
+      }
+      at += length;
     }
-    std::memcpy(&site, batch.bytes + at, sizeof site);
-    std::memcpy(&length, batch.bytes + at + sizeof site, sizeof length);
-    at += sizeof site + sizeof length;
-    if (length >= LEAKBOUND_WATCH_TEXT || end - at < length) {
-      at = end + 1;  // malformed
-      break;
-    }
-    const char *text = reinterpret_cast<const char *>(batch.bytes + at);
-    recording.site_names[site] = std::string(text, strnlen(text, length));  // as NAME's text
-    at += length;
+    return at == end;
+  };
+  if (walk(false)) {
+    walk(true);
+  } else {
+    ++recording.malformed_records;
   }
-  if (at != end) ++recording.malformed_records;
 }
 
 // One message as received: a record, a SITES / CENSUS batch or a NAMES batch (told apart by
