@@ -119,6 +119,12 @@ def main():
     if args.rounds < 1 or args.pairs < 1 or args.torch_steps < 1 or args.loader_steps < 1:
         parser.error("--rounds, --pairs, --torch-steps and --loader-steps must be >= 1")
 
+    only = set(args.only.split(","))
+    unknown = only - {"malloc", "threads", "torch", "lines", "loader"}
+    if unknown:
+        parser.error("--only: unknown program(s) %s" % ", ".join(sorted(unknown)))
+    if only & {"torch", "lines", "loader"} and not os.access(args.python, os.X_OK):
+        parser.error("--python %s: not an executable" % args.python)
     log = lambda text: print(text, file=sys.stderr, flush=True)
     scratch = tempfile.mkdtemp(prefix="leakbound-overhead-")
     watch = lambda *opts: [args.leakbound, "watch", "--out", os.path.join(scratch, "w")] + list(opts) + ["--"]
@@ -130,11 +136,8 @@ def main():
         notes.append("heaptrack: skipped (not installed; apt-get install heaptrack)")
     if not args.memray_python:
         notes.append("memray: skipped (%s)" % args.memray_skip)
-    only = set(args.only.split(","))
-    unknown = only - {"malloc", "threads", "torch", "lines", "loader"}
-    if unknown:
-        parser.error("--only: unknown program(s) %s" % ", ".join(sorted(unknown)))
-    has_torch = subprocess.run([args.python, "-c", "import torch"], capture_output=True).returncode == 0
+    has_torch = bool(only & {"torch", "lines", "loader"}) and subprocess.run(
+        [args.python, "-c", "import torch"], capture_output=True).returncode == 0
     if not has_torch and only & {"torch", "lines", "loader"}:
         notes.append("PyTorch programs: skipped (%s cannot import torch; apt-get install "
                      "python3-torch)" % args.python)

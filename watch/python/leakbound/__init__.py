@@ -103,7 +103,13 @@ def _hook_objects():
     """Counts Python objects through pymalloc's allocator hooks (the preload's
     ``leakbound_python_hook_objects``), unless they already go to malloc (PYTHONMALLOC=malloc,
     which `leakbound watch` sets unless --keep-pymalloc)."""
-    if _os.environ.get("PYTHONMALLOC", "") in ("malloc", "malloc_debug"):
+    if _os.environ.get("PYTHONMALLOC", "") not in ("", "pymalloc", "pymalloc_debug"):
+        return  # malloc (counted already), or an allocator whose blocks may sit 8 bytes apart
+    import sysconfig
+
+    # pymalloc with 16-byte size classes (3.8+), not a free-threaded build (mimalloc)
+    if (_sys.version_info < (3, 8) or not sysconfig.get_config_var("WITH_PYMALLOC")
+            or sysconfig.get_config_var("Py_GIL_DISABLED")):
         return
     try:
         hook = _ctypes.PyDLL(None).leakbound_python_hook_objects
