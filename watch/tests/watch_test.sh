@@ -85,6 +85,18 @@ PY
 
 # expect_job_bounded_below RATE: every workload PASSes or grows by less than RATE B/step (torch's
 # slow-turnover caches in DataLoader workers, see the torch_tree_loader_clean case).
+# threads_leak_exact SITES: programs/threads.c in leak mode at SITES call sites is caught with
+# exactly 128 B/step (4 workers x 32 B) in the heap and on the leaking line.
+threads_leak_exact() {
+  watch_expect 1 -- "$(dirname "$c_steps")/watch_threads" leak 200 "$1"
+  expect_verdict unbounded-growth host.heap_bytes
+  slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+  [ "$slope" = "128.0" ] || fail "host.heap_bytes slope $slope, want exactly 128.0 bytes/step (4 x 32)"
+  expect_top_line - "$programs/threads.c" "the leak: 32 B"
+  rate=$(report_field "w['attribution'][0]['bytes_per_step']")
+  [ "$rate" = "128.0" ] || fail "the leaking line's rate is $rate B/step, want exactly 128.0"
+}
+
 expect_job_bounded_below() {
   python3 - "$out/report.json" "$1" <<'PY' || fail "job verdicts: see above"
 import json, re, sys
@@ -235,23 +247,11 @@ case $case_name in
   threads_sites_leak)
     # Four threads, 160 call sites, blocks freed on another thread than the one that allocated
     # them: the per-thread call-site books must add up exactly at each (quiet) step.
-    watch_expect 1 -- "$(dirname "$c_steps")/watch_threads" leak 200
-    expect_verdict unbounded-growth host.heap_bytes
-    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
-    [ "$slope" = "128.0" ] || fail "host.heap_bytes slope $slope, want exactly 128.0 bytes/step (4 x 32)"
-    expect_top_line - "$programs/threads.c" "the leak: 32 B"
-    rate=$(report_field "w['attribution'][0]['bytes_per_step']")
-    [ "$rate" = "128.0" ] || fail "the leaking line's rate is $rate B/step, want exactly 128.0"
+    threads_leak_exact 160
     ;;
   threads_sites_many_leak)
     # 1,200 sites: more folds a step than the marker's fold rings hold (its visits are full).
-    watch_expect 1 -- "$(dirname "$c_steps")/watch_threads" leak 200 1200
-    expect_verdict unbounded-growth host.heap_bytes
-    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
-    [ "$slope" = "128.0" ] || fail "host.heap_bytes slope $slope, want exactly 128.0 bytes/step (4 x 32)"
-    expect_top_line - "$programs/threads.c" "the leak: 32 B"
-    rate=$(report_field "w['attribution'][0]['bytes_per_step']")
-    [ "$rate" = "128.0" ] || fail "the leaking line's rate is $rate B/step, want exactly 128.0"
+    threads_leak_exact 1200
     ;;
   threads_sites_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_threads" clean 200
