@@ -118,6 +118,47 @@ TEST(Judge, PoolFragmentation_CuptiActive_ReservedGrowsUsedFlat) {
   EXPECT_TRUE(Contains(reserved->evidence, "utilised bytes stayed bounded")) << reserved->evidence;
 }
 
+// Reserved bytes growing beside "in use" bytes that are flat but not judged (informational) is
+// growth, not fragmentation: only a judged "in use" counter can say the pool does not reuse.
+TEST(Judge, PoolFragmentation_UsedNotJudged_StaysGrowth) {
+  for (const bool used_judged : {true, false}) {
+    Trace t = GpuTrace(false, Flat(1 << 20), Flat(0), Flat(2 << 20), Flat(1 << 20));
+    t.counters.push_back(Counter("cuda.pool_reserved_bytes", "runtime", Growing(2 << 20, 65536)));
+    t.counters.push_back(Counter("cuda.pool_used_bytes", "runtime", Flat(1 << 20)));
+    t.counters.back().judged = used_judged;
+    const auto r = Judge(t);
+    const auto* reserved = Find(r, "cuda.pool_reserved_bytes");
+    ASSERT_NE(reserved, nullptr);
+    EXPECT_EQ(reserved->verdict,
+              used_judged ? reports::kPoolFragmentation : reports::kUnboundedGrowth)
+        << reserved->evidence;
+  }
+}
+
+// The summary's peak is the peak counter's (sampled between steps), not the largest step sample;
+// allocations per step are over every measured step, the first included.
+TEST(Judge, Summary_PeakFromItsPeakCounter_AllocationsPerStepExact) {
+  Trace t = GpuTrace(false, Flat(1 << 20), Flat(0), Flat(2 << 20), Flat(1 << 20));
+  TraceCounter peak = Counter("runtime.peak_bytes", "runtime", Flat(5 << 20));
+  peak.judged = false;
+  peak.peak_of = "runtime.live_bytes";
+  t.counters.push_back(peak);
+  TraceCounter count = Counter("runtime.allocation_count", "runtime", Growing(0, 10));
+  count.judged = false;
+  t.counters.push_back(count);
+  auto r = Judge(t);
+  EXPECT_EQ(r.peak_bytes, (5 << 20) - (1 << 20)) << r.evidence;
+  EXPECT_EQ(r.allocations_per_step, 10.0);
+  t.warmup_steps = 0;
+  t.blocks = kTotal / kSteps;
+  t.counters.back().values.resize(static_cast<std::size_t>(t.blocks * kSteps));
+  for (TraceCounter& c : t.counters) c.values.resize(t.counters.back().values.size());
+  t.step_ns.resize(t.counters.back().values.size());
+  t.probe_ns.resize(t.counters.back().values.size());
+  r = Judge(t);
+  EXPECT_EQ(r.allocations_per_step, 10.0) << r.evidence;
+}
+
 TEST(Judge, PoolFragmentation_CuptiInactive_Pass) {
   const Trace t = GpuTrace(false, Flat(1 << 20), Flat(0), Growing(2 << 20, 65536), Flat(1 << 20));
   EXPECT_EQ(Judge(t).verdict, reports::kPass);

@@ -256,6 +256,28 @@ TEST(Verdict, JudgeCounter_RiseThenFallBack_PassesWithNote) {
   EXPECT_TRUE(Contains(v.evidence, "without rising")) << v.evidence;
 }
 
+// Two rises of the block floor and ceiling, then a fall below where they began: rises alone are
+// not growth, the last block must also end above the first (the `last.min > first.min` guard and
+// its ceiling twin).
+TEST(Verdict, JudgeCounter_TwoRisesThenNetFall_IsNotGrowth) {
+  const Schedule s{0, 4, 4};
+  const double levels[] = {100, 110, 120, 90};
+  const auto values = Series(s, [&](int i) { return kBase + levels[i / 4]; });
+  const auto v = JudgeCounter(ExactBytes(), values, s, kBase + 90, kBase + 90);
+  EXPECT_EQ(v.verdict, reports::kPass) << v.evidence;
+  EXPECT_TRUE(Contains(v.evidence, "without rising")) << v.evidence;
+}
+
+// Each block's last sample is its maximum: a block's range must include its last step.
+TEST(Verdict, JudgeCounter_CeilingRisingOnEachBlocksLastSample_IsGrowth) {
+  const Schedule s{0, 4, 4};
+  const auto values =
+      Series(s, [](int i) { return kBase + (i % 4 == 3 ? 64.0 * (i / 4 + 1) : 0.0); });
+  const auto v = JudgeCounter(ExactBytes(), values, s, kBase, kBase);
+  EXPECT_EQ(v.verdict, reports::kUnboundedGrowth) << v.evidence;
+  EXPECT_EQ(v.slope_per_step, 16.0);  // maxima +64 -> +256 over 12 steps
+}
+
 TEST(Verdict, JudgeCounter_NotReturnedToBaseline_ReportsResidue) {
   const Schedule s{0, 2, 8};
   const auto values = Series(s, [](int) { return kBase + 8192.0; });
@@ -414,6 +436,22 @@ TEST(Verdict, JudgeCounter_NoisySlopeOverTotalGrowthFloor_Flagged) {
   EXPECT_EQ(v.verdict, reports::kUnboundedGrowth);
   EXPECT_EQ(v.slope_per_step, 40.0);
   EXPECT_EQ(v.slope_bound, 32.0);
+}
+
+// Exactly on the floor is not above it: growth needs slope * window > total_growth and
+// slope > slope_per_step, both strict.
+TEST(Verdict, JudgeCounter_NoisySlopeExactlyOnTheFloors_Passes) {
+  const Schedule s{0, 4, 32};
+  const auto values = Series(s, [](int i) { return kRssBase + 32.0 * i; });
+  JudgeOptions total;
+  total.noise = {0, 4096};  // 32 B/step * 128 steps = 4096 B: on the total-growth floor
+  auto v = JudgeCounter(NoisyBytes(), values, s, kRssBase, kRssBase, total);
+  EXPECT_EQ(v.slope_per_step, 32.0);
+  EXPECT_EQ(v.verdict, reports::kPass) << v.evidence;
+  JudgeOptions slope;
+  slope.noise = {32, 0};  // on the slope floor
+  v = JudgeCounter(NoisyBytes(), values, s, kRssBase, kRssBase, slope);
+  EXPECT_EQ(v.verdict, reports::kPass) << v.evidence;
 }
 
 TEST(Verdict, JudgeCounter_NoisyCounterResidue_NotJudgedForBaseline) {
@@ -588,6 +626,21 @@ TEST(Verdict, CalibrateNoiseFloor_NoiselessWindows_SafetyTimesSlopeOrMinimums) {
   EXPECT_EQ(floor.total_growth, 4096.0);
   floor = CalibrateNoiseFloor({flat, tilted}, options);
   EXPECT_EQ(floor.slope_per_step, 2.0);  // safety 2 * |slope| 1, zero residual spread
+}
+
+// Noise raises the floor above what the slopes alone give: the slope's standard error counts.
+TEST(Verdict, CalibrateNoiseFloor_NoisyWindow_AddsTheSlopesStandardError) {
+  std::vector<double> window = Jitter(64, 7, 4096);
+  for (double& x : window) x += kRssBase;
+  CalibrationOptions options;
+  options.min_total_growth = 0;
+  options.min_slope_per_step = 1e-9;
+  const NoiseFloor floor = CalibrateNoiseFloor({window}, options);
+  const double slopes_alone = options.safety_factor * std::fabs(TheilSenSlope(window));
+  // sigma ~ 4096 (the jitter's spread), n = 64: se = sigma * sqrt(12 / (n (n^2 - 1))) ~ 28 B/step
+  EXPECT_GT(floor.slope_per_step, slopes_alone + options.sigma_multiplier * 10.0)
+      << "slopes alone " << slopes_alone;
+  EXPECT_LT(floor.slope_per_step, slopes_alone + options.sigma_multiplier * 80.0);
 }
 
 TEST(Verdict, CalibrateNoiseFloor_BadInput_Throws) {
