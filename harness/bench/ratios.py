@@ -7,7 +7,11 @@ manager's fields (allocs_per_iter, max_bytes_used) come from MEMORY_JSON, a sing
 run: bench_leakbound registers its memory manager only then, because Google Benchmark 1.7.1
 corrupts them with repetitions (google/benchmark#1939).
 
-Usage: ratios.py BENCH_JSON [MEMORY_JSON]   (prints a Markdown table; exit 2 if unreadable)
+With --fail-above M, exit 1 when no target could be judged or a ratio is over M times its
+target: a regression by a wide margin (the figures themselves live in docs/bench.md; a shared
+machine moves them by tens of percent, never by M = 3).
+
+Usage: ratios.py [--fail-above M] BENCH_JSON [MEMORY_JSON]   (a Markdown table; exit 2 if unreadable)
 """
 import json
 import math
@@ -100,15 +104,19 @@ def fmt(x, digits=3):
 
 
 class Table:
-    def __init__(self):
+    def __init__(self, margin=None):
         self.rows = []
         self.met = 0
         self.judged = 0
+        self.margin = margin  # a ratio over margin x its limit is "far off" (--fail-above)
+        self.far = []
 
     def section(self, title):
         self.rows.append(f"| **{title}** | | | |")
 
-    def row(self, quantity, measured, target="", ok=None):
+    def row(self, quantity, measured, target="", ok=None, ratio=None, limit=None):
+        if ratio is not None and self.margin is not None and ratio > self.margin * limit:
+            self.far.append(f"{quantity}: {ratio:.2f} against {target}")
         if ok is None:  # informational, or a target that could not be judged in this run
             verdict = "" if target in ("", "measured") else "n/a"
         else:
@@ -122,8 +130,8 @@ class Table:
         return "\n".join(head + self.rows)
 
 
-def build(run, memory):
-    t = Table()
+def build(run, memory, margin=None):
+    t = Table(margin)
     have_torch = not run.context.get("leakbound.peer", "").startswith("absent")
 
     t.section("step time, leakbound / libtorch (same MLP, SGD momentum 0.9, cross-entropy)")
@@ -141,7 +149,8 @@ def build(run, memory):
                 t.row(f"{kind} {shape}, paired (alternating calls)",
                       f"{fmt_ns(run.counter(f'{paired}/{shape}', 'leakbound_ns'))} / "
                       f"{fmt_ns(run.counter(f'{paired}/{shape}', 'torch_ns'))} = {r:.2f} "
-                      f"(stderr {se:.3f})", target, r <= STEP_TARGET[shape])
+                      f"(stderr {se:.3f})", target, r <= STEP_TARGET[shape],
+                      ratio=r, limit=STEP_TARGET[shape])
             a, b = run.time_ns(f"{ours}/{shape}"), run.time_ns(f"{theirs}/{shape}")
             if a is not None and b is not None:
                 spread = max(run.cv(f"{ours}/{shape}"), run.cv(f"{theirs}/{shape}"))
@@ -201,7 +210,7 @@ def build(run, memory):
               f"{fmt(run.counter(name, 'ns_per_node'))} ns / "
               f"{fmt(run.counter(name, 'bare_ns_per_free'))} ns = {r:.2f}x "
               f"(WithForward {fmt(fwd)}x, untracked {fmt(untracked)}x; "
-              f"bare_free alone {fmt(alone)} ns)", "<= 1.5x", r <= 1.5)
+              f"bare_free alone {fmt(alone)} ns)", "<= 1.5x", r <= 1.5, ratio=r, limit=1.5)
 
     t.section("probe sampling, % of the medium step")
     for probe in ("runtime", "tracking", "host", "all"):
@@ -234,7 +243,7 @@ def build(run, memory):
         t.row(f"malloc+free {size} B, interposer / glibc",
               f"{fmt(run.counter(name, 'ns_per_pair'))} ns / "
               f"{fmt(run.counter(name, 'glibc_ns_per_pair'))} ns = {over:.2f}x", "<= 1.3x",
-              over <= 1.3)
+              over <= 1.3, ratio=over, limit=1.3)
     for shape in ("small", "medium"):
         name = f"heap/step/{shape}"
         r = run.counter(name, "counting_over_off")
@@ -244,7 +253,8 @@ def build(run, memory):
         t.row(f"step {shape}, counting / off",
               f"{fmt_ns(run.counter(name, 'counting_ns'))} / "
               f"{fmt_ns(run.counter(name, 'off_ns'))} = {r:.4f} "
-              f"(stderr {fmt(run.counter(name, 'counting_over_off_stderr'))})", "< 1.01", r < 1.01)
+              f"(stderr {fmt(run.counter(name, 'counting_over_off_stderr'))})", "< 1.01", r < 1.01, ratio=r,
+              limit=1.01)
 
     t.section("peak bytes / analytic minimum (params + grads + momentum + live values)")
     for shape in SHAPES:
@@ -256,7 +266,7 @@ def build(run, memory):
             t.row(f"{shape}", "n/a (not run)", "<= 1.05x")
             continue
         t.row(f"{shape}", f"{fmt_bytes(peak)} / {fmt_bytes(minimum)} = {r:.3f}x", "<= 1.05x",
-              r <= 1.05)
+              r <= 1.05, ratio=r, limit=1.05)
         t.row(f"{shape}, per-step values only, informational",
               f"{fmt_bytes(tp)} / {fmt_bytes(tm)} = {fmt(ratio(tp, tm))}x")
 
@@ -277,6 +287,16 @@ def build(run, memory):
 
 
 def main(argv):
+    margin = None
+    if len(argv) > 2 and argv[1] == "--fail-above":
+        try:
+            margin = float(argv[2])
+        except ValueError:
+            margin = -1.0
+        if not margin > 0:
+            print(f"ratios.py: --fail-above takes a factor above 0, got '{argv[2]}'", file=sys.stderr)
+            return 2
+        argv = argv[:1] + argv[3:]
     if len(argv) not in (2, 3):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
@@ -288,7 +308,7 @@ def main(argv):
             print(f"ratios.py: cannot read {path}: {e}", file=sys.stderr)
             return 2
     run = runs[0]
-    table = build(run, runs[1] if len(runs) > 1 else run)
+    table = build(run, runs[1] if len(runs) > 1 else run, margin)
     ctx = run.context
     print(f"bench_leakbound {ctx.get('date', '?')} on {ctx.get('num_cpus', '?')} CPUs, "
           f"peer: {ctx.get('leakbound.peer', '?')}, threads: {ctx.get('leakbound.threads', '?')}, "
@@ -300,6 +320,10 @@ def main(argv):
     errors = [name for name, entry in run.runs.items() if "error" in entry]
     if errors:
         print(f"benchmarks that reported an error: {', '.join(sorted(errors))}")
+    if margin is not None and (table.judged == 0 or table.far):
+        why = "no target could be judged" if table.judged == 0 else "; ".join(table.far)
+        print(f"ratios.py: --fail-above {margin:g}: {why}", file=sys.stderr)
+        return 1
     return 0
 
 
