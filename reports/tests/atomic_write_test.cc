@@ -4,8 +4,10 @@
 // even when the tests run as root.
 
 #include <gtest/gtest.h>
+#include <grp.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -150,20 +152,51 @@ TEST_F(ReportAtomicWriteTest, WriteFailsMidway_OldReportIntactAndNoTempFile) {
   EXPECT_EQ(ListFolder(dir_), std::vector<std::string>{"baseline.json"});
 }
 
+// A folder the writer may not write into: an I/O error naming the cause, the old file intact and
+// no temporary left. Root ignores folder permissions, so as root the write is tried in a child
+// that has given up root (uid and gid 65534, "nobody").
 TEST_F(ReportAtomicWriteTest, ReadOnlyFolder_ThrowsIoAndOldFileIntact) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root ignores folder permissions; covered by RLIMIT test";
   const std::filesystem::path target = dir_ / "baseline.json";
   WriteFileAtomically(target, "old");
-  std::filesystem::permissions(dir_, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_exec);
-  try {
-    WriteFileAtomically(target, "new");
-    FAIL() << "expected ReportError";
-  } catch (const ReportError& error) {
-    EXPECT_EQ(error.kind(), ReportErrorKind::kIo);
-    EXPECT_NE(std::string(error.what()).find("(Permission denied)"), std::string::npos);
+  namespace fs = std::filesystem;
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                            fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
+  // 0: threw kIo with "(Permission denied)"; 1: wrote; 2: another error; 3: could not drop root.
+  auto attempt = [&]() -> int {
+    try {
+      WriteFileAtomically(target, "new");
+      return 1;
+    } catch (const ReportError& error) {
+      return error.kind() == ReportErrorKind::kIo &&
+                     std::string(error.what()).find("(Permission denied)") != std::string::npos
+                 ? 0
+                 : 2;
+    } catch (...) {
+      return 2;
+    }
+  };
+  int outcome = -1;
+  if (::geteuid() != 0) {
+    outcome = attempt();
+  } else {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+          ::setresuid(65534, 65534, 65534) != 0 || ::geteuid() == 0) {
+        ::_exit(3);
+      }
+      ::_exit(attempt());
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    outcome = WEXITSTATUS(status);
   }
-  std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
+  fs::permissions(dir_, fs::perms::owner_all);
+  EXPECT_EQ(outcome, 0) << "0: refused with (Permission denied), 1: wrote, 2: another error, "
+                           "3: could not give up root";
   EXPECT_EQ(ReadFile(target), "old");
   EXPECT_EQ(ListFolder(dir_), std::vector<std::string>{"baseline.json"});
 }
