@@ -253,6 +253,25 @@ case $case_name in
     # 1,200 sites: more folds a step than the marker's fold rings hold (its visits are full).
     threads_leak_exact 1200
     ;;
+  maps_leak)
+    # Anonymous mmap / munmap (a hole) / mremap / four threads unmapping one mapping at once, and
+    # one 4 KiB mapping kept a step: host.mapped_bytes grows exactly 4096 B/step.
+    watch_expect 1 -- "$(dirname "$c_steps")/watch_maps" leak 200
+    expect_verdict unbounded-growth host.mapped_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.mapped_bytes'][0]")
+    [ "$slope" = "4096.0" ] || fail "host.mapped_bytes slope $slope, want exactly 4096.0 bytes/step"
+    ;;
+  maps_clean)
+    watch_expect 0 -- "$(dirname "$c_steps")/watch_maps" clean 200
+    expect_verdict PASS host.mapped_bytes
+    python3 - "$out/trace.json" <<'PY' || fail "host.mapped_bytes moved in a program that unmaps all it maps"
+import json, sys
+c = [c for c in json.load(open(sys.argv[1]))["traces"][0]["counters"] if c["name"] == "host.mapped_bytes"][0]
+v = c["values"]
+print("host.mapped_bytes: first %d, last %d, min %d, max %d" % (v[0], v[-1], min(v), max(v)))
+sys.exit(0 if min(v) == max(v) else 1)
+PY
+    ;;
   threads_sites_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_threads" clean 200
     expect_verdict PASS host.heap_bytes

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -209,10 +211,14 @@ static void ResolveProgramOperators(void) {
 }
 
 /* ---- anonymous mappings ----------------------------------------------------------------- */
-/* A small lock-free table of the anonymous mappings made through mmap (glibc's own malloc
- * mmaps go through its internal __mmap and are counted as heap, not here). munmap/mremap scan
- * it (they are rare and cost a syscall anyway) and subtract the overlap; a hole punched in the
- * middle of a mapping splits it. A mapping that finds no slot is not counted (mapped_dropped). */
+/* A small table of the anonymous mappings made through mmap (glibc's own malloc mmaps go
+ * through its internal __mmap and are counted as heap, not here). munmap/mremap scan it (they
+ * are rare and cost a syscall anyway) and subtract the overlap; a hole punched in the middle of
+ * a mapping splits it. A mapping that finds no slot is not counted (mapped_dropped). One spin
+ * lock covers each change, so a remove never reads a slot half-written by an insert, and two
+ * threads unmapping one range take it off once (watch.maps_clean); a mapping made from a signal
+ * handler that interrupted this thread inside the table is not counted (mapped_dropped), and a
+ * forked child starts with the lock free. */
 enum { kMaps = 4096 };
 typedef struct Mapping {
   _Atomic uintptr_t start; /* 0: free */
@@ -221,13 +227,30 @@ typedef struct Mapping {
 static Mapping g_maps[kMaps];
 static _Atomic uint64_t g_mapped_bytes;
 static _Atomic uint64_t g_mapped_dropped;
+static atomic_flag g_maps_lock = ATOMIC_FLAG_INIT;
+static __thread int t_maps_held;
+
+static int MapsLock(void) {
+  if (t_maps_held) return 0; /* a signal handler on this thread, inside the table */
+  while (atomic_flag_test_and_set_explicit(&g_maps_lock, memory_order_acquire)) sched_yield();
+  t_maps_held = 1;
+  return 1;
+}
+static void MapsUnlock(void) {
+  t_maps_held = 0;
+  atomic_flag_clear_explicit(&g_maps_lock, memory_order_release);
+}
+static void MapsAfterForkInChild(void) {
+  t_maps_held = 0;
+  atomic_flag_clear_explicit(&g_maps_lock, memory_order_relaxed);
+}
 
 static uintptr_t PageRound(size_t length) {
   uintptr_t page = (uintptr_t)getpagesize();
   return ((uintptr_t)length + page - 1) & ~(page - 1);
 }
 
-static void MapInsert(uintptr_t start, uintptr_t length) {
+static void MapInsertLocked(uintptr_t start, uintptr_t length) {
   if (length == 0) return;
   for (int i = 0; i < kMaps; ++i) {
     uintptr_t free_slot = 0;
@@ -242,7 +265,7 @@ static void MapInsert(uintptr_t start, uintptr_t length) {
 }
 
 /* Removes [start, start + length) from the books; returns 1 if it overlapped a mapping. */
-static int MapRemove(uintptr_t start, uintptr_t length) {
+static int MapRemoveLocked(uintptr_t start, uintptr_t length) {
   uintptr_t end = start + length;
   int overlapped = 0;
   for (int i = 0; i < kMaps; ++i) {
@@ -263,10 +286,26 @@ static int MapRemove(uintptr_t start, uintptr_t length) {
       atomic_store(&g_maps[i].length, cut_start - s);
       if (cut_end < e) { /* a hole: the tail becomes its own mapping */
         atomic_fetch_sub(&g_mapped_bytes, e - cut_end);
-        MapInsert(cut_end, e - cut_end);
+        MapInsertLocked(cut_end, e - cut_end);
       }
     }
   }
+  return overlapped;
+}
+
+static void MapInsert(uintptr_t start, uintptr_t length) {
+  if (!MapsLock()) {
+    atomic_fetch_add(&g_mapped_dropped, 1);
+    return;
+  }
+  MapInsertLocked(start, length);
+  MapsUnlock();
+}
+
+static int MapRemove(uintptr_t start, uintptr_t length) {
+  if (!MapsLock()) return 0;
+  int overlapped = MapRemoveLocked(start, length);
+  MapsUnlock();
   return overlapped;
 }
 
@@ -319,6 +358,7 @@ __attribute__((constructor(102))) static void InitPreloadFrontEnd(void) {
   /* The core's own allocation table (mmap'd in its constructor) is not the program's. */
   for (int i = 0; i < kMaps; ++i) atomic_store(&g_maps[i].start, 0);
   atomic_store(&g_mapped_bytes, 0);
+  pthread_atfork(NULL, NULL, MapsAfterForkInChild);
   void* (*volatile process_malloc)(size_t) = &malloc;
   void (*volatile process_free)(void*) = &free;
   void* probe = process_malloc(24);
