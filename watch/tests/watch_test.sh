@@ -481,6 +481,20 @@ PY
     report_field "w['description']" | grep -q $'caf\xef\xbf\xbd' || fail "the note is not in the report"
     python3 -c "import json; json.load(open('$out/trace.json'))" || fail "trace.json is not valid JSON"
     ;;
+  hostile_threads_probe)
+    # Eight threads report probe states in pieces at once: every state arrives whole.
+    watch_expect 0 -- "$hostile" threads-probe 200
+    python3 - "$out/trace.json" "$out/report.json" <<'PY' || fail "probe states were mixed between threads"
+import json, re, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+state = {p["name"]: p["state"] for p in t["probes"]}.get("cupti", "")
+m = re.fullmatch(r"unavailable: thread (\d) ([a-h]{600})", state)
+whole = bool(m) and set(m.group(2)) == {chr(ord("a") + int(m.group(1)))}
+malformed = "malformed" in json.load(open(sys.argv[2]))["workloads"][0]["description"]
+print("cupti state: %s (%d chars), malformed records noted: %s" % ("whole" if whole else "MIXED", len(state), malformed))
+sys.exit(0 if whole and not malformed else 1)
+PY
+    ;;
   hostile_launcher)
     # A shell wrapper runs the steps in a child: the child is judged as if started directly, and
     # the shell (no steps of its own, a short series) is summarised.

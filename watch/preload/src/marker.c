@@ -46,6 +46,8 @@ static uint64_t g_ticks;
 static uint64_t g_samples;          /* STEP + TICK records sent (guarded by g_marker_lock) */
 static uint64_t g_census_unit = 1;  /* samples between census points (channel.h) */
 static pthread_mutex_t g_marker_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held while one probe state goes out in pieces (leakbound_probe_state). */
+static pthread_mutex_t g_pieces_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(leakbound_watch_sampler) g_device_sampler; /* the CUDA injection's, or NULL */
 static uint64_t g_interval_ns; /* LEAKBOUND_WATCH_INTERVAL_NS: this image's timer, or 0 */
 static const _Atomic uint64_t *g_clock_page; /* LEAKBOUND_WATCH_CLOCK, mapped read-only */
@@ -434,6 +436,10 @@ LB_EXPORT void leakbound_probe_state(const char *probe, const char *state) {
   snprintf(text, sizeof text, "%s\t%s", probe, state);
   const size_t piece = LEAKBOUND_WATCH_TEXT - 1;
   const size_t length = strlen(text);
+  /* The pieces of one state go out together: the watcher joins pieces until the last, so two
+   * threads' states must not interleave (hostile_threads_probe). Not g_marker_lock: the CUDA
+   * injection reports states while it holds that. */
+  pthread_mutex_lock(&g_pieces_lock);
   for (size_t at = 0; at < length || at == 0; at += piece) {
     leakbound_watch_record record;
     memset(&record, 0, sizeof record);
@@ -444,6 +450,7 @@ LB_EXPORT void leakbound_probe_state(const char *probe, const char *state) {
     Send(&record);
     if (length == 0) break;
   }
+  pthread_mutex_unlock(&g_pieces_lock);
   leakbound_heap_exclude_end();
 }
 
@@ -679,6 +686,7 @@ static void AfterForkInChild(void) {
   leakbound_heap_exclude_begin();
   pthread_mutex_init(&g_channel_lock, NULL);
   pthread_mutex_init(&g_marker_lock, NULL);
+  pthread_mutex_init(&g_pieces_lock, NULL);
   const int inherited = atomic_exchange(&g_fd, -1);
   atomic_store(&g_followed, 0);
   atomic_store(&g_leakbound_job_clock, NULL);

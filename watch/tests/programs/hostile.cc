@@ -13,6 +13,8 @@
 //   read-tty    reads a line from its terminal (a prompt) before stepping
 //   leak-exit   keeps 24 bytes a step, then exits with status 3
 //   bad-text    notes text that is not valid UTF-8 (its arguments may be too)
+//   threads-probe  8 threads each report a 600-byte state of one probe 50 times at once (sent
+//               in pieces): the state kept must be one whole, not mixed with another's
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "leakbound/watch/step.h"
@@ -156,6 +159,21 @@ int main(int argc, char** argv) {
       std::string cut(185, 'a');
       cut += "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";  // cut mid-character at 191 bytes
       note(cut.c_str());
+    }
+  } else if (mode == "threads-probe") {
+    auto state = reinterpret_cast<void (*)(const char*, const char*)>(
+        dlsym(RTLD_DEFAULT, "leakbound_probe_state"));
+    if (state) {
+      std::vector<std::thread> threads;
+      for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([state, t] {
+          // One probe name for all: the watcher keeps its last state, which must be one whole.
+          const std::string text = "unavailable: thread " + std::to_string(t) + " " +
+                                   std::string(600, static_cast<char>('a' + t));
+          for (int i = 0; i < 50; ++i) state("cupti", text.c_str());
+        });
+      }
+      for (std::thread& thread : threads) thread.join();
     }
   } else if (mode != "own-new" && mode != "leak-exit") {
     std::fprintf(stderr, "hostile: unknown mode '%s'\n", mode.c_str());
