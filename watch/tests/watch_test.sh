@@ -313,17 +313,23 @@ PY
     report_field "w['evidence']" | grep -q "killed by SIGKILL" || fail "evidence does not name SIGKILL"
     ;;
   c_interrupted)
-    "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
-    watcher=$!
-    for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
-    sleep 0.3
-    kill -INT $watcher
-    wait $watcher; got=$?
-    [ $got = 130 ] || fail "exit $got, want 130"
-    [ "$(report_field "r['meta']['interrupted']")" = True ] || fail "report not marked interrupted"
-    # 40 steps arrived before the signal: enough blocks, so Judge judges them (a leak-free hang).
-    expect_verdict PASS host.heap_bytes
-    report_field "w['description']" | grep -q "killed by SIGINT (forwarded by watch)" || fail "the ending is not in the report"
+    # Ctrl-C, a hang-up, Ctrl-\ and a polite kill sent to watch: forwarded to the program, which
+    # they kill; watch exits 128 + N with a report marked interrupted, the steps judged.
+    base=$out
+    for pair in INT:130 HUP:129 QUIT:131 TERM:143; do
+      sig=${pair%:*} want=${pair#*:} out=$base/$sig
+      "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
+      watcher=$!
+      for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
+      sleep 0.3
+      kill -$sig $watcher
+      wait $watcher; got=$?
+      [ $got = $want ] || fail "SIG$sig: exit $got, want $want"
+      [ "$(report_field "r['meta']['interrupted']")" = True ] || fail "SIG$sig: report not marked interrupted"
+      # 40 steps arrived before the signal: enough blocks, so Judge judges them (a leak-free hang).
+      expect_verdict PASS host.heap_bytes
+      report_field "w['description']" | grep -q "killed by SIG$sig (forwarded by watch)" || fail "SIG$sig: the ending is not in the report"
+    done
     ;;
   c_too_few)
     watch_expect 4 -- "$c_steps" clean 5
