@@ -253,6 +253,17 @@ case $case_name in
     # 1,200 sites: more folds a step than the marker's fold rings hold (its visits are full).
     threads_leak_exact 1200
     ;;
+  many_sites_leak)
+    # 17,408 call sites, past the site table's 16,384: the heap stays exact (40 B/step), the
+    # report says allocations were at sites past the table's room, and not that the heap's
+    # record tables were full.
+    watch_expect 1 -- "$(dirname "$c_steps")/watch_many_sites" leak 200
+    expect_verdict unbounded-growth host.heap_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    [ "$slope" = "40.0" ] || fail "host.heap_bytes slope $slope, want exactly 40.0 bytes/step"
+    report_field "w['description']" | grep -q "call sites past the site table's room" || fail "the dropped sites are not said"
+    if report_field "w['description']" | grep -q "could not be recorded"; then fail "dropped call sites read as a full record table"; fi
+    ;;
   maps_leak)
     # Anonymous mmap / munmap (a hole) / mremap / four threads unmapping one mapping at once, and
     # one 4 KiB mapping kept a step: host.mapped_bytes grows exactly 4096 B/step.
