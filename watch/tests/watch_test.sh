@@ -523,6 +523,15 @@ PY
     watch_expect 0 -- /bin/bash -c "'$c_steps' clean 200 >/dev/null; echo done"
     expect_job - 1
     ;;
+  tree_pid_namespace)
+    # A child in a pid namespace of its own (unshare -p: it is pid 1 there, getppid() is 0): it
+    # is followed on its own connection, named by its parent in watch's namespace, and its leak
+    # is its own; the clean sibling outside PASSes.
+    unshare -pf --kill-child true 2>/dev/null || { echo "SKIP: unshare -p is not allowed here"; exit 77; }
+    watch_expect 1 -- /bin/bash -c "'$c_steps' clean 300 & unshare -pf --kill-child '$c_steps' leak 300; wait"
+    expect_job "watch_c_steps, child of unshare, child of bash" 2
+    report_field "[w['name'] for w in r['workloads']]" | grep -q "child of pid 0" && fail "a process in its own namespace is named by its in-namespace parent"
+    ;;
   tree_prefork_leak)
     # A pre-forking server: the workers mark their requests, the parent marks none (it is
     # sampled at the job's steps); only worker 2 leaks, and it is the one named.

@@ -105,24 +105,44 @@ std::string Shortened(std::string text, size_t most) {
 }
 
 // What an image is in the job: what it says (a DataLoader worker, a spawned rank), else its
+// The image of the job that started image i, or job.images.size(). The parent the process said
+// (getppid when its preload started: before a daemon's reparenting) when that is a process of the
+// job, else the one /proc gave when it connected: in a pid namespace of its own, getppid() is 0
+// for its first process and in-namespace numbers for the others.
+size_t ParentImage(const WatchJob &job, size_t i, std::uint64_t pid) {
+  size_t parent = job.images.size();
+  for (size_t k = 0; k < job.images.size(); ++k) {
+    if (k != i && job.images[k].pid == pid && !job.images[k].recording.replaced_by_exec) {
+      parent = k;
+    }
+  }
+  return parent;
+}
+
+std::uint64_t ParentPid(const WatchJob &job, size_t i) {
+  const WatchImage &image = job.images[i];
+  const std::uint64_t said = image.recording.parent_pid;
+  if (said != 0 && ParentImage(job, i, said) < job.images.size()) return said;
+  if (image.parent_pid != 0 && ParentImage(job, i, image.parent_pid) < job.images.size()) {
+    return image.parent_pid;
+  }
+  return said != 0 ? said : image.parent_pid;
+}
+
 // RANK, else how it began (docs/watch.md, "Process trees").
 std::string RoleOf(const WatchJob &job, size_t i, int depth = 0) {
   const WatchImage &image = job.images[i];
   const WatchRecording &r = image.recording;
   if (!r.role.empty()) return r.role;
-  size_t parent = job.images.size();
-  for (size_t k = 0; k < job.images.size(); ++k) {
-    if (k != i && job.images[k].pid == r.parent_pid && !job.images[k].recording.replaced_by_exec) {
-      parent = k;
-    }
-  }
+  const std::uint64_t parent_pid = ParentPid(job, i);
+  const size_t parent = ParentImage(job, i, parent_pid);
   const bool has_parent = parent < job.images.size();
   if (!image.rank.empty() && (!has_parent || job.images[parent].rank != image.rank)) {
     return "rank " + image.rank;
   }
   if (image.root) return "main";
   const std::string parent_name =
-      !has_parent ? "pid " + std::to_string(r.parent_pid)
+      !has_parent ? "pid " + std::to_string(parent_pid)
       : job.images[parent].root || depth > 4 ? job.images[parent].comm
                                              : RoleOf(job, parent, depth + 1);
   if (r.origin == LEAKBOUND_WATCH_ORIGIN_FORK) {
@@ -242,7 +262,7 @@ int RunWatch(const WatchOptions &options) {
     }
     subject.trace.subject.description +=
         "; pid " + std::to_string(image.pid) + ", parent " +
-        std::to_string(image.recording.parent_pid) + ", " + subject.role +
+        std::to_string(ParentPid(job, i)) + ", " + subject.role +
         (image.recording.at_clock ? "; it marks no step of its own: sampled at the job's steps "
                                     "(its first allocation after each)"
                                   : "") +

@@ -296,6 +296,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       }
       WatchImage image;
       image.pid = pid;
+      image.parent_pid = ParentOf(pid);
       image.verified = verified;
       image.root = pid == job.root_pid;
       image.command_line = CommandLineOf(pid);

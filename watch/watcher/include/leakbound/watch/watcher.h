@@ -155,6 +155,7 @@ struct WatchRecording {
 // One process image of the job: a connection to the watcher (docs/watch.md, "Process trees").
 struct WatchImage {
   std::uint64_t pid = 0;
+  std::uint64_t parent_pid = 0;  // in watch's pid namespace (/proc, when it connected); 0: gone
   std::string command_line;  // /proc/PID/cmdline when it connected (a fork's is its parent's)
   std::string comm;          // /proc/PID/comm
   std::string rank;          // RANK in /proc/PID/environ, if set
