@@ -253,6 +253,29 @@ case $case_name in
     # 1,200 sites: more folds a step than the marker's fold rings hold (its visits are full).
     threads_leak_exact 1200
     ;;
+  many_threads_leak)
+    # 1,100 live threads, past the heap's 1,023 counter slots (the rest share one), each keeping
+    # 8 B a step: exactly 8,800 B/step.
+    watch_expect 1 -- "$(dirname "$c_steps")/watch_many_threads" leak 200
+    expect_verdict unbounded-growth host.heap_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    [ "$slope" = "8800.0" ] || fail "host.heap_bytes slope $slope, want exactly 8800.0 bytes/step"
+    ;;
+  many_threads_clean)
+    # The same threads freeing all they allocate (some on another thread): flat, on the shared
+    # slot too.
+    watch_expect 0 -- "$(dirname "$c_steps")/watch_many_threads" clean 200
+    expect_verdict PASS host.heap_bytes
+    # The census alone would PASS a shared slot that never takes frees off its live bytes: the
+    # exact counter itself must be flat at every step.
+    python3 - "$out/trace.json" <<'PY' || fail "host.heap_bytes moved at a quiet point"
+import json, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+v = [c for c in t["counters"] if c["name"] == "host.heap_bytes"][0]["values"]
+print("host.heap_bytes at the steps: min %d, max %d" % (min(v), max(v)))
+sys.exit(0 if min(v) == max(v) else 1)
+PY
+    ;;
   many_sites_leak)
     # 17,408 call sites, past the site table's 16,384: the heap stays exact (40 B/step), the
     # report says allocations were at sites past the table's room, and not that the heap's
