@@ -243,6 +243,9 @@ case $case_name in
     watch_expect 0 -- "$c_steps" clean 200
     expect_verdict PASS host.heap_bytes
     report_field "w['attribution']" | grep -qx '\[\]' || fail "a clean program has attributed sites"
+    # Every figure of a watched report is measured: allocs/step is the program's 16 mallocs a step.
+    allocs=$(report_field "w['allocations_per_step']")
+    [ "$allocs" = "16.0" ] || fail "allocations_per_step $allocs, want exactly 16.0 (the program's mallocs a step)"
     ;;
   threads_sites_leak)
     # Four threads, 160 call sites, blocks freed on another thread than the one that allocated
