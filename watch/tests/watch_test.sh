@@ -481,6 +481,34 @@ sys.exit(0 if len(ops) == 2 and all(o.startswith('Remember at ') and 'cpp_steps.
     [ $got = 130 ] || { cat "$out_root/$case_name.stdout" >&2; fail "exit $got, want 130 (124: the second SIGINT never reached the program)"; }
     grep -q "stopped at step" "$out_root/$case_name.stdout" || fail "the program did not stop on the second SIGINT"
     ;;
+  hostile_own_group)
+    # The program moves to a process group of its own (setpgid): SIGINT sent to watch still
+    # reaches it, both times (it is a connected process of the job outside watch's child group).
+    timeout 60 "$leakbound" watch --out "$out" -- "$hostile" own-group 100000 >"$out_root/$case_name.stdout" 2>&1 &
+    watcher=$!
+    for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
+    sleep 0.5
+    pid=$(pgrep -P $watcher)  # timeout's child is watch
+    kill -INT "$pid" 2>/dev/null; sleep 0.3; kill -INT "$pid" 2>/dev/null
+    wait $watcher; got=$?
+    [ $got = 130 ] || { cat "$out_root/$case_name.stdout" >&2; fail "exit $got, want 130 (124: SIGINT never reached the program in its own group)"; }
+    grep -q "stopped at step" "$out_root/$case_name.stdout" || fail "the program did not stop on the second SIGINT"
+    ;;
+  hostile_ignore_int)
+    # A program that ignores SIGINT runs on after Ctrl-C, as it does bare: watch keeps waiting,
+    # every step arrives and is judged; the run is still marked interrupted (130: someone asked
+    # it to stop; docs/watch.md, "Exit codes").
+    "$leakbound" watch --out "$out" -- "$hostile" ignore-int 400 >"$out_root/$case_name.stdout" 2>&1 &
+    watcher=$!
+    for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
+    sleep 0.3
+    kill -INT $watcher; sleep 0.2; kill -INT $watcher
+    wait $watcher; got=$?
+    [ $got = 130 ] || fail "exit $got, want 130"
+    grep -q "ran all 400 steps" "$out_root/$case_name.stdout" || fail "the program did not run its steps to the end"
+    expect_steps 400
+    expect_verdict PASS host.heap_bytes
+    ;;
   hostile_read_tty)
     # On a terminal the program's group is the foreground one: it reads its prompt's answer
     # (it used to stop on SIGTTIN, and watch waited forever).

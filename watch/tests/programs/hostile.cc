@@ -10,6 +10,8 @@
 //               receive nothing (watch loses the steps and says why)
 //   dup2-over   dup2s its own pipe onto the channel's number: its bytes stay its own
 //   two-sigint  finishes its "epoch" on the first SIGINT and stops on the second (exit 0)
+//   own-group   two-sigint in a process group of its own (setpgid): Ctrl-C to watch still reaches it
+//   ignore-int  ignores SIGINT and runs its steps to the end (2 ms each)
 //   read-tty    reads a line from its terminal (a prompt) before stepping
 //   leak-exit   keeps 24 bytes a step, then exits with status 3
 //   bad-text    notes text that is not valid UTF-8 (its arguments may be too)
@@ -142,10 +144,13 @@ int main(int argc, char** argv) {
     if (::read(pipe_fds[0], back, sizeof back) != 4 || std::memcmp(back, "mine", 4) != 0) {
       return Fail("its own pipe did not give back what it wrote");
     }
-  } else if (mode == "two-sigint") {
+  } else if (mode == "two-sigint" || mode == "own-group") {
+    if (mode == "own-group" && ::setpgid(0, 0) != 0) return Fail("setpgid failed");
     struct sigaction action {};
     action.sa_handler = OnSigint;
     ::sigaction(SIGINT, &action, nullptr);
+  } else if (mode == "ignore-int") {
+    ::signal(SIGINT, SIG_IGN);
   } else if (mode == "read-tty") {
     std::printf("continue? ");
     std::fflush(stdout);
@@ -182,7 +187,8 @@ int main(int argc, char** argv) {
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
     if (mode == "leak-exit") kept.push_back(std::malloc(24));
-    if (mode == "two-sigint") {
+    if (mode == "ignore-int") ::usleep(2000);
+    if (mode == "two-sigint" || mode == "own-group") {
       if (g_sigints >= 2) {
         std::printf("stopped at step %d of %d\n", step, steps);
         return 0;
@@ -193,6 +199,9 @@ int main(int argc, char** argv) {
   }
   if (mode == "own-new" && g_own_news == 0) return Fail("its operator new was never called");
   if (int stray = Stray(own)) return stray;
-  if (mode == "two-sigint") return Fail("ran to the end: the second SIGINT never arrived");
+  if (mode == "two-sigint" || mode == "own-group") {
+    return Fail("ran to the end: the second SIGINT never arrived");
+  }
+  if (mode == "ignore-int") std::printf("ran all %d steps\n", steps);
   return mode == "leak-exit" ? 3 : 0;
 }
