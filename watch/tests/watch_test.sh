@@ -114,6 +114,16 @@ if bad or len(report["workloads"]) < 3:
 PY
 }
 
+# watch_in_background PROGRAM ARGS...: watch runs it under `timeout 60`, output in CASE.stdout;
+# sets watcher (timeout's pid, to wait for) and pid (watch's, to signal) once the program runs.
+watch_in_background() {
+  timeout 60 "$leakbound" watch --out "$out" -- "$@" >"$out_root/$case_name.stdout" 2>&1 &
+  watcher=$!
+  for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
+  sleep 0.5
+  pid=$(pgrep -P $watcher)
+}
+
 need_torch() {
   "$python" -c "import torch" 2>/dev/null || { echo "SKIP: $python has no torch (apt-get install python3-torch)"; exit 77; }
 }
@@ -466,11 +476,7 @@ sys.exit(0 if len(ops) == 2 and all(o.startswith('Remember at ') and 'cpp_steps.
     ;;
   hostile_two_sigint)
     # The program finishes its epoch on the first SIGINT and stops on the second: both reach it.
-    timeout 60 "$leakbound" watch --out "$out" -- "$hostile" two-sigint 100000 >"$out_root/$case_name.stdout" 2>&1 &
-    watcher=$!
-    for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
-    sleep 0.5
-    pid=$(pgrep -P $watcher)  # timeout's child is watch
+    watch_in_background "$hostile" two-sigint 100000
     # A SIGSTOP / SIGCONT of the program from outside (no terminal): watch keeps waiting, it does
     # not stop itself (nobody would continue it).
     program=$(pgrep -P "$pid"); kill -STOP "$program"; sleep 0.3; kill -CONT "$program"; sleep 0.2
@@ -484,11 +490,7 @@ sys.exit(0 if len(ops) == 2 and all(o.startswith('Remember at ') and 'cpp_steps.
   hostile_own_group)
     # The program moves to a process group of its own (setpgid): SIGINT sent to watch still
     # reaches it, both times (it is a connected process of the job outside watch's child group).
-    timeout 60 "$leakbound" watch --out "$out" -- "$hostile" own-group 100000 >"$out_root/$case_name.stdout" 2>&1 &
-    watcher=$!
-    for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
-    sleep 0.5
-    pid=$(pgrep -P $watcher)  # timeout's child is watch
+    watch_in_background "$hostile" own-group 100000
     kill -INT "$pid" 2>/dev/null; sleep 0.3; kill -INT "$pid" 2>/dev/null
     wait $watcher; got=$?
     [ $got = 130 ] || { cat "$out_root/$case_name.stdout" >&2; fail "exit $got, want 130 (124: SIGINT never reached the program in its own group)"; }
