@@ -98,6 +98,23 @@ vb = [(w["name"], w["verdict"], w["met_expectation"]) for w in b["workloads"]]
 assert va == vb, (va, vb)
 PY
 expect 0 "run --all" -- "$lb" run --all --out "$tmp/all" -q
+# Exit 1 from a run's verdicts (judge exits like run): a clean workload's trace labelled as a zoo
+# entry expecting growth is a missed entry; a zoo entry's trace labelled clean is a leak where none
+# was expected. Both come from the same summary as run's exit code.
+python3 - "$tmp/all/trace.json" "$tmp/missed.json" "$tmp/unexpected.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+def one(name, kind, expectation, path):
+    d = dict(run)
+    d["traces"] = [t for t in run["traces"] if t["subject"]["name"] == name]
+    d["traces"][0]["subject"].update(kind=kind, expectation=expectation)
+    json.dump(d, open(path, "w"))
+one("mlp_sgd", "zoo", "unbounded-growth", sys.argv[2])
+one("zoo_unreachable_buffer", "clean", "PASS", sys.argv[3])
+PY
+expect 1 "a zoo entry judged PASS is missed" -- "$lb" judge "$tmp/missed.json"
+grep -q "mlp_sgd" "$tmp/out.txt" || { echo "FAIL: the missed entry is not named"; failures=$((failures + 1)); }
+expect 1 "a clean workload judged growing is a leak where none was expected" -- "$lb" judge "$tmp/unexpected.json"
 expect 0 "judge re-judges the trace of run --all" -- "$lb" judge "$tmp/all/trace.json" --out "$tmp/all_judged"
 python3 - "$tmp/all/report.json" "$tmp/all_judged/report.json" <<'PY' || { echo "FAIL: judge's verdicts differ from run --all's"; failures=$((failures + 1)); }
 import json, sys
