@@ -553,6 +553,16 @@ PY
     expect_verdict PASS host.heap_bytes
     report_field "w['description']" | grep -q $'caf\xef\xbf\xbd' || fail "the note is not in the report"
     python3 -c "import json; json.load(open('$out/trace.json'))" || fail "trace.json is not valid JSON"
+    # A program whose file name is not UTF-8: its call sites are named by that module.
+    bad_name="$out_root/$case_name.caf"$'\xe9'"_steps"
+    cp "$c_steps" "$bad_name"
+    out=$out/named; watch_expect 1 -- "$bad_name" leak 200
+    python3 - "$out/report.json" <<'PY' || fail "the call site of a module named in Latin-1 is not written with U+FFFD"
+import json, sys
+rows = json.load(open(sys.argv[1]))["workloads"][0]["attribution"]
+print("top call site:", rows[0]["op"] if rows else None)
+sys.exit(0 if rows and "caf\ufffd_steps" in rows[0]["op"] else 1)
+PY
     ;;
   hostile_threads_probe)
     # Eight threads report probe states in pieces at once: every state arrives whole.
