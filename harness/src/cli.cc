@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -140,10 +142,20 @@ void EnsureWritableDir(const fs::path& dir) {
   fs::remove(probe, ec);
 }
 
+// Everything is rendered before anything is written: a failure while rendering (an internal
+// error, exit 3) leaves the folder's previous set as it was. LEAKBOUND_TEST_FAULT=render makes
+// that failure happen, for the CLI tests (harness/tests/cli_test.sh); it is no user option.
 void WriteReportSet(const lb::reports::Report& report, const fs::path& dir) {
+  const std::string markdown = lb::reports::RenderMarkdown(report);
+  if (const char* fault = std::getenv("LEAKBOUND_TEST_FAULT");
+      fault != nullptr && std::string(fault) == "render") {
+    throw std::logic_error("a fault injected by LEAKBOUND_TEST_FAULT=render, after the Markdown "
+                           "was rendered");
+  }
+  const std::string html = lb::reports::RenderHtml(report);
   lb::reports::WriteReportAtomically(report, dir / "report.json");
-  lb::reports::WriteFileAtomically(dir / "report.md", lb::reports::RenderMarkdown(report));
-  lb::reports::WriteFileAtomically(dir / "report.html", lb::reports::RenderHtml(report));
+  lb::reports::WriteFileAtomically(dir / "report.md", markdown);
+  lb::reports::WriteFileAtomically(dir / "report.html", html);
 }
 
 struct RunFlags {

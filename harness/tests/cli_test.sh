@@ -98,6 +98,14 @@ vb = [(w["name"], w["verdict"], w["met_expectation"]) for w in b["workloads"]]
 assert va == vb, (va, vb)
 PY
 expect 0 "run --all" -- "$lb" run --all --out "$tmp/all" -q
+# Exit 3, an internal error: a fault injected while the report is rendered (tests only). The
+# folder keeps the previous run's report set, every file as it was.
+expect 0 "run into a folder" -- "$lb" run mlp_sgd --out "$tmp/fault" -q
+before=$(cd "$tmp/fault" && md5sum report.json report.md report.html trace.json 2>/dev/null)
+expect 3 "an internal error while rendering" -- env LEAKBOUND_TEST_FAULT=render "$lb" run mlp_sgd --out "$tmp/fault" -q
+grep -q "leakbound: internal error: a fault injected" "$tmp/err.txt" || { echo "FAIL: exit 3 without its message"; failures=$((failures + 1)); }
+[[ "$(cd "$tmp/fault" && md5sum report.json report.md report.html trace.json 2>/dev/null)" == "$before" ]] || { echo "FAIL: an internal error changed the previous report set"; failures=$((failures + 1)); }
+ls "$tmp/fault" | grep -q '\.tmp' && { echo "FAIL: temp file left behind after exit 3"; failures=$((failures + 1)); }
 # Exit 1 from a run's verdicts (judge exits like run): a clean workload's trace labelled as a zoo
 # entry expecting growth is a missed entry; a zoo entry's trace labelled clean is a leak where none
 # was expected. Both come from the same summary as run's exit code.
