@@ -511,6 +511,33 @@ sys.exit(0 if len(ops) == 2 and all(o.startswith('Remember at ') and 'cpp_steps.
     expect_steps 400
     expect_verdict PASS host.heap_bytes
     ;;
+  hostile_tty_quit)
+    # Ctrl-\ typed on the terminal goes to the program (its group is the foreground one) and
+    # kills it: watch exits 131 with the report marked interrupted.
+    python3 - "$leakbound" "$out" "$hostile" <<'PY' || fail "Ctrl-\\ on the terminal did not end the run as interrupted"
+import os, pty, select, sys, time
+leakbound, out, hostile = sys.argv[1:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(leakbound, [leakbound, "watch", "--out", out, "--", hostile, "two-sigint", "100000"])
+time.sleep(1.0)
+os.write(fd, b"\x1c")
+for _ in range(300):
+    done, code = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = os.waitstatus_to_exitcode(code)
+        print("watch exited", status)
+        sys.exit(0 if status == 131 else 1)
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            os.read(fd, 65536)  # keep the terminal drained
+        except OSError:
+            pass
+os.kill(pid, 9)
+sys.exit("watch still running 30 s after Ctrl-\\")
+PY
+    [ "$(report_field "r['meta']['interrupted']")" = True ] || fail "report not marked interrupted"
+    ;;
   hostile_read_tty)
     # On a terminal the program's group is the foreground one: it reads its prompt's answer
     # (it used to stop on SIGTTIN, and watch waited forever).
