@@ -7,9 +7,9 @@ manager's fields (allocs_per_iter, max_bytes_used) come from MEMORY_JSON, a sing
 run: bench_leakbound registers its memory manager only then, because Google Benchmark 1.7.1
 corrupts them with repetitions (google/benchmark#1939).
 
-With --fail-above M, exit 1 when no target could be judged or a ratio is over M times its
-target: a regression by a wide margin (the figures themselves live in docs/bench.md; a shared
-machine moves them by tens of percent, never by M = 3).
+With --fail-above M, exit 1 when no target could be judged or a ratio row (the "<= N x" and
+"< 1.01" targets) is over M times its target: a regression by a wide margin (the figures
+themselves live in docs/bench.md; a shared machine moves them by tens of percent, not by M = 5).
 
 Usage: ratios.py [--fail-above M] BENCH_JSON [MEMORY_JSON]   (a Markdown table; exit 2 if unreadable)
 """

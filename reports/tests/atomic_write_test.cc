@@ -162,8 +162,14 @@ TEST_F(ReportAtomicWriteTest, ReadOnlyFolder_ThrowsIoAndOldFileIntact) {
   fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                             fs::perms::group_exec | fs::perms::others_read |
                             fs::perms::others_exec);
-  // 0: threw kIo with "(Permission denied)"; 1: wrote; 2: another error; 3: could not drop root.
+  // 0: threw kIo with "(Permission denied)"; 1: wrote; 2: another error; 3: could not drop root;
+  // 4: could not read the old file (the folder itself out of reach: the test proves nothing).
   auto attempt = [&]() -> int {
+    try {
+      if (ReadFile(target) != "old") return 4;
+    } catch (...) {
+      return 4;
+    }
     try {
       WriteFileAtomically(target, "new");
       return 1;
@@ -196,7 +202,7 @@ TEST_F(ReportAtomicWriteTest, ReadOnlyFolder_ThrowsIoAndOldFileIntact) {
   }
   fs::permissions(dir_, fs::perms::owner_all);
   EXPECT_EQ(outcome, 0) << "0: refused with (Permission denied), 1: wrote, 2: another error, "
-                           "3: could not give up root";
+                           "3: could not give up root, 4: the folder out of reach";
   EXPECT_EQ(ReadFile(target), "old");
   EXPECT_EQ(ListFolder(dir_), std::vector<std::string>{"baseline.json"});
 }

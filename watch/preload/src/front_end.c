@@ -230,15 +230,20 @@ static _Atomic uint64_t g_mapped_dropped;
 static atomic_flag g_maps_lock = ATOMIC_FLAG_INIT;
 static __thread int t_maps_held;
 
+/* t_maps_held is set before the lock is taken and cleared after it is let go, so a signal
+ * handler that interrupts this thread anywhere in between sees it and does not spin on a lock
+ * its own thread holds. */
 static int MapsLock(void) {
   if (t_maps_held) return 0; /* a signal handler on this thread, inside the table */
-  while (atomic_flag_test_and_set_explicit(&g_maps_lock, memory_order_acquire)) sched_yield();
   t_maps_held = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  while (atomic_flag_test_and_set_explicit(&g_maps_lock, memory_order_acquire)) sched_yield();
   return 1;
 }
 static void MapsUnlock(void) {
-  t_maps_held = 0;
   atomic_flag_clear_explicit(&g_maps_lock, memory_order_release);
+  atomic_signal_fence(memory_order_seq_cst);
+  t_maps_held = 0;
 }
 static void MapsAfterForkInChild(void) {
   t_maps_held = 0;

@@ -11,6 +11,7 @@
 //   dup2-over   dup2s its own pipe onto the channel's number: its bytes stay its own
 //   two-sigint  finishes its "epoch" on the first SIGINT and stops on the second (exit 0)
 //   own-group   two-sigint in a process group of its own (setpgid): Ctrl-C to watch still reaches it
+//               (run it below a shell: watch's child already leads its own group)
 //   ignore-int  ignores SIGINT and runs its steps to the end (2 ms each)
 //   read-tty    reads a line from its terminal (a prompt) before stepping
 //   leak-exit   keeps 24 bytes a step, then exits with status 3
@@ -149,8 +150,12 @@ int main(int argc, char** argv) {
     struct sigaction action {};
     action.sa_handler = OnSigint;
     ::sigaction(SIGINT, &action, nullptr);
+    std::printf("ready\n");  // the tests signal only after this
+    std::fflush(stdout);
   } else if (mode == "ignore-int") {
     ::signal(SIGINT, SIG_IGN);
+    std::printf("ready\n");
+    std::fflush(stdout);
   } else if (mode == "read-tty") {
     std::printf("continue? ");
     std::fflush(stdout);

@@ -104,11 +104,12 @@ std::string Shortened(std::string text, size_t most) {
   return text.substr(0, cut) + "...";
 }
 
-// What an image is in the job: what it says (a DataLoader worker, a spawned rank), else its
 // The image of the job that started image i, or job.images.size(). The parent the process said
 // (getppid when its preload started: before a daemon's reparenting) when that is a process of the
-// job, else the one /proc gave when it connected: in a pid namespace of its own, getppid() is 0
-// for its first process and in-namespace numbers for the others.
+// job, else the one /proc gave when watch accepted its connection: in a pid namespace of its own,
+// getppid() is 0 for its first process and in-namespace numbers for the others, which may be the
+// pid of another process of the job (the process's own pid, as it says it, then differs from the
+// one the kernel gives watch: its own word is not used).
 size_t ParentImage(const WatchJob &job, size_t i, std::uint64_t pid) {
   size_t parent = job.images.size();
   for (size_t k = 0; k < job.images.size(); ++k) {
@@ -122,6 +123,8 @@ size_t ParentImage(const WatchJob &job, size_t i, std::uint64_t pid) {
 std::uint64_t ParentPid(const WatchJob &job, size_t i) {
   const WatchImage &image = job.images[i];
   const std::uint64_t said = image.recording.parent_pid;
+  const bool nested = image.recording.own_pid != 0 && image.recording.own_pid != image.pid;
+  if (nested && image.parent_pid != 0) return image.parent_pid;
   if (said != 0 && ParentImage(job, i, said) < job.images.size()) return said;
   if (image.parent_pid != 0 && ParentImage(job, i, image.parent_pid) < job.images.size()) {
     return image.parent_pid;
@@ -129,6 +132,7 @@ std::uint64_t ParentPid(const WatchJob &job, size_t i) {
   return said != 0 ? said : image.parent_pid;
 }
 
+// What an image is in the job: what it says (a DataLoader worker, a spawned rank), else its
 // RANK, else how it began (docs/watch.md, "Process trees").
 std::string RoleOf(const WatchJob &job, size_t i, int depth = 0) {
   const WatchImage &image = job.images[i];

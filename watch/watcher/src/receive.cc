@@ -44,6 +44,7 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       recording.hello = true;
       recording.origin = static_cast<int>(record.site);
       recording.parent_pid = record.seq;
+      recording.own_pid = record.pid;
       recording.fork_index = record.values[0];
       recording.exe_dev = record.values[1];
       recording.exe_ino = record.values[2];

@@ -86,6 +86,7 @@ struct SiteUpdate {
 struct WatchRecording {
   bool hello = false;
   int origin = 0;            // HELLO: LEAKBOUND_WATCH_ORIGIN_EXEC / _FORK
+  std::uint64_t own_pid = 0;     // getpid() as the process said it in HELLO (its namespace's)
   std::uint64_t parent_pid = 0;
   std::uint64_t fork_index = 0;  // a fork's ordinal among its parent's forks (1-based)
   std::uint64_t exe_dev = 0, exe_ino = 0;  // its executable (HELLO)
@@ -155,7 +156,7 @@ struct WatchRecording {
 // One process image of the job: a connection to the watcher (docs/watch.md, "Process trees").
 struct WatchImage {
   std::uint64_t pid = 0;
-  std::uint64_t parent_pid = 0;  // in watch's pid namespace (/proc, when it connected); 0: gone
+  std::uint64_t parent_pid = 0;  // in watch's pid namespace (/proc, when watch accepted it); 0: gone
   std::string command_line;  // /proc/PID/cmdline when it connected (a fork's is its parent's)
   std::string comm;          // /proc/PID/comm
   std::string rank;          // RANK in /proc/PID/environ, if set
