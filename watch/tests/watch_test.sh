@@ -520,7 +520,14 @@ leakbound, out, hostile = sys.argv[1:]
 pid, fd = pty.fork()
 if pid == 0:
     os.execv(leakbound, [leakbound, "watch", "--out", out, "--", hostile, "two-sigint", "100000"])
-time.sleep(1.0)
+seen, deadline = b"", time.time() + 30
+while b"ready" not in seen and time.time() < deadline:  # its SIGINT handler is in place
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            seen += os.read(fd, 65536)
+        except OSError:
+            pass
+time.sleep(0.2)
 os.write(fd, b"\x1c")
 for _ in range(300):
     done, code = os.waitpid(pid, os.WNOHANG)
