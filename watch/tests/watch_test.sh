@@ -42,6 +42,11 @@ expect_steps() {  # N: how many steps arrived
   [ "$steps" = "$1" ] || fail "$steps steps arrived, want $1"
 }
 
+# on_pty ARGS... <<'PY': a Python script (stdin) that drives a terminal with on_pty.Terminal.
+on_pty() {
+  PYTHONPATH=$(dirname "$0") python3 - "$@"
+}
+
 expect_nothing_written() {
   [ ! -e "$out" ] || fail "$out was left behind by a refused command"
 }
@@ -514,64 +519,84 @@ sys.exit(0 if len(ops) == 2 and all(o.startswith('Remember at ') and 'cpp_steps.
   hostile_tty_quit)
     # Ctrl-\ typed on the terminal goes to the program (its group is the foreground one) and
     # kills it: watch exits 131 with the report marked interrupted.
-    python3 - "$leakbound" "$out" "$hostile" <<'PY' || fail "Ctrl-\\ on the terminal did not end the run as interrupted"
-import os, pty, select, sys, time
+    on_pty "$leakbound" "$out" "$hostile" <<'PY' || fail "Ctrl-\\ on the terminal did not end the run as interrupted"
+import sys, time
+from on_pty import Terminal
 leakbound, out, hostile = sys.argv[1:]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(leakbound, [leakbound, "watch", "--out", out, "--", hostile, "two-sigint", "100000"])
-seen, deadline = b"", time.time() + 30
-while b"ready" not in seen and time.time() < deadline:  # its SIGINT handler is in place
-    if select.select([fd], [], [], 0.1)[0]:
-        try:
-            seen += os.read(fd, 65536)
-        except OSError:
-            pass
+t = Terminal([leakbound, "watch", "--out", out, "--", hostile, "two-sigint", "100000"])
+t.expect(b"ready") or t.fail("the program never said ready")  # its SIGINT handler is in place
 time.sleep(0.2)
-os.write(fd, b"\x1c")
-for _ in range(300):
-    done, code = os.waitpid(pid, os.WNOHANG)
-    if done:
-        status = os.waitstatus_to_exitcode(code)
-        print("watch exited", status)
-        sys.exit(0 if status == 131 else 1)
-    if select.select([fd], [], [], 0.1)[0]:
-        try:
-            os.read(fd, 65536)  # keep the terminal drained
-        except OSError:
-            pass
-os.kill(pid, 9)
-sys.exit("watch still running 30 s after Ctrl-\\")
+t.type(b"\x1c")
+status = t.wait(30)
+status == 131 or t.fail("watch exited %s, want 131" % status)
 PY
     [ "$(report_field "r['meta']['interrupted']")" = True ] || fail "report not marked interrupted"
+    ;;
+  hostile_job_stop)
+    # Job control from an interactive shell: Ctrl-Z stops the program and watch (the shell says
+    # Stopped), fg runs both on, and so do bg then fg; the program has the terminal again after
+    # fg (it reads its answer) and every step arrives.
+    on_pty "$leakbound" "$out" "$hostile" <<'PY' || fail "Ctrl-Z / bg / fg did not work as on a bare program"
+import os, sys, time
+from on_pty import Terminal
+leakbound, out, hostile = sys.argv[1:]
+t = Terminal(["/bin/bash", "--norc", "--noprofile", "-i"],
+             {"PATH": os.environ["PATH"], "PS1": "$ ", "TERM": "dumb"})
+
+def states():  # the one-letter states of watch and of its program (/proc), below this bash
+    def children(pid):
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                return [int(p) for p in f.read().split()]
+        except OSError:
+            return []
+    def state(pid):
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    watch = children(t.pid)
+    program = children(watch[0]) if watch else []
+    return (state(watch[0]) if watch else "-") + (state(program[0]) if program else "-")
+
+t.type(("%s watch --out %s -- %s job-stop 3000\n" % (leakbound, out, hostile)).encode())
+t.expect(b"ready") or t.fail("the program never said ready")
+def stop_then(then):
+    t.type(b"\x1a")  # Ctrl-Z
+    t.expect(b"Stopped") or t.fail("the shell never saw the job stopped")
+    time.sleep(0.3)
+    states() == "TT" or t.fail("after Ctrl-Z watch and its program are %r, want stopped (TT)" % states())
+    t.type(then)
+    time.sleep(0.5)
+    states() in ("SS", "RS", "SR", "RR") or t.fail("after %r they are %r, want running" % (then, states()))
+
+stop_then(b"fg\n")
+stop_then(b"bg\n")
+t.type(b"fg\n")  # bash sends no SIGCONT here: watch hands the terminal on by itself
+time.sleep(0.5)
+stop_then(b"fg\n")  # so Ctrl-Z reaches the program again, not watch alone
+t.expect(b"continue?", 60) or t.fail("the program never asked")
+t.type(b"yes\n")
+t.expect(b"got yes") or t.fail("the program did not read its answer after fg")
+t.type(b"echo watch-exit=$?\n")
+t.expect(b"watch-exit=0", 60) or t.fail("watch did not exit 0")
+t.type(b"exit\n")
+t.wait(10) is not None or t.fail("the shell did not exit")
+PY
+    expect_verdict PASS host.heap_bytes
+    expect_steps 3000
     ;;
   hostile_read_tty)
     # On a terminal the program's group is the foreground one: it reads its prompt's answer
     # (it used to stop on SIGTTIN, and watch waited forever).
-    python3 - "$leakbound" "$out" "$hostile" <<'PY' || fail "the program could not read its terminal under watch"
-import os, pty, select, sys, time
+    on_pty "$leakbound" "$out" "$hostile" <<'PY' || fail "the program could not read its terminal under watch"
+import sys
+from on_pty import Terminal
 leakbound, out, hostile = sys.argv[1:]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(leakbound, [leakbound, "watch", "--out", out, "--", hostile, "read-tty", "200"])
-seen, sent, status, deadline = b"", False, None, time.time() + 60
-while time.time() < deadline and status is None:
-    if select.select([fd], [], [], 0.2)[0]:
-        try:
-            seen += os.read(fd, 4096)
-        except OSError:
-            pass
-    if b"continue?" in seen and not sent:
-        os.write(fd, b"yes\n")
-        sent = True
-    done, code = os.waitpid(pid, os.WNOHANG)
-    if done:
-        status = os.waitstatus_to_exitcode(code)
-if status is None:
-    os.kill(pid, 9)
-    sys.exit("watch still running after 60 s; terminal said: %r" % seen[-300:])
-if status != 0 or b"got yes" not in seen:
-    sys.exit("exit %s; terminal said: %r" % (status, seen[-300:]))
+t = Terminal([leakbound, "watch", "--out", out, "--", hostile, "read-tty", "200"])
+t.expect(b"continue?") or t.fail("no prompt")
+t.type(b"yes\n")
+t.expect(b"got yes") or t.fail("the program did not read its answer")
+status = t.wait(60)
+status == 0 or t.fail("watch exited %s, want 0" % status)
 PY
     expect_verdict PASS host.heap_bytes
     ;;

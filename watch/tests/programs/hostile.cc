@@ -14,6 +14,8 @@
 //               (run it below a shell: watch's child already leads its own group)
 //   ignore-int  ignores SIGINT and runs its steps to the end (2 ms each)
 //   read-tty    reads a line from its terminal (a prompt) before stepping
+//   job-stop    says "ready", steps (2 ms each; time to stop it with Ctrl-Z, bg and fg it), then
+//               reads a line from its terminal: it must have the terminal again after fg
 //   leak-exit   keeps 24 bytes a step, then exits with status 3
 //   bad-text    notes text that is not valid UTF-8 (its arguments may be too)
 //   threads-probe  8 threads each report a 600-byte state of one probe 50 times at once (sent
@@ -80,6 +82,16 @@ int Stray(const std::vector<int>& fds) {
     }
   }
   return 0;
+}
+
+// Asks on the terminal and reads the answer (stdin), says what it got.
+bool Prompt(const char* question) {
+  std::fputs(question, stdout);
+  std::fflush(stdout);
+  char line[64];
+  if (!std::fgets(line, sizeof line, stdin)) return false;
+  std::printf("got %s", line);
+  return true;
 }
 
 volatile sig_atomic_t g_sigints = 0;
@@ -152,16 +164,12 @@ int main(int argc, char** argv) {
     ::sigaction(SIGINT, &action, nullptr);
     std::printf("ready\n");  // the tests signal only after this
     std::fflush(stdout);
-  } else if (mode == "ignore-int") {
-    ::signal(SIGINT, SIG_IGN);
+  } else if (mode == "ignore-int" || mode == "job-stop") {
+    if (mode == "ignore-int") ::signal(SIGINT, SIG_IGN);
     std::printf("ready\n");
     std::fflush(stdout);
   } else if (mode == "read-tty") {
-    std::printf("continue? ");
-    std::fflush(stdout);
-    char line[64];
-    if (!std::fgets(line, sizeof line, stdin)) return Fail("no answer on the terminal");
-    std::printf("got %s", line);
+    if (!Prompt("continue? ")) return Fail("no answer on the terminal");
   } else if (mode == "bad-text") {
     auto note = reinterpret_cast<void (*)(const char*)>(dlsym(RTLD_DEFAULT, "leakbound_note"));
     if (note) {
@@ -192,7 +200,7 @@ int main(int argc, char** argv) {
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
     if (mode == "leak-exit") kept.push_back(std::malloc(24));
-    if (mode == "ignore-int") ::usleep(2000);
+    if (mode == "ignore-int" || mode == "job-stop") ::usleep(2000);
     if (mode == "two-sigint" || mode == "own-group") {
       if (g_sigints >= 2) {
         std::printf("stopped at step %d of %d\n", step, steps);
@@ -208,5 +216,8 @@ int main(int argc, char** argv) {
     return Fail("ran to the end: the second SIGINT never arrived");
   }
   if (mode == "ignore-int") std::printf("ran all %d steps\n", steps);
+  if (mode == "job-stop") {
+    if (!Prompt("ran all steps; continue? ")) return Fail("no answer on the terminal");
+  }
   return mode == "leak-exit" ? 3 : 0;
 }

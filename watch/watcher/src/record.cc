@@ -35,6 +35,9 @@ int g_signal_pipe[2] = {-1, -1};
 // Signals watch passes on to the program's process group, each time one arrives (a program may
 // finish its epoch on the first SIGINT and stop on the second). SIGCHLD only wakes the loop.
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// Signals watch reads for itself: a child's end or stop, and its own continuing (a shell's fg of
+// a job that bg had continued: the terminal goes on to the program).
+constexpr int kWatched[] = {SIGCHLD, SIGCONT};
 
 // One byte per signal into the pipe the loop polls: no signal is lost or merged.
 void OnSignal(int signal_number) {
@@ -87,11 +90,11 @@ class SignalForwarding {
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;  // SIGCHLD on a stop too: watch stops with its program
     for (int s : kForwarded) ::sigaction(s, &action, &saved_[s]);
-    ::sigaction(SIGCHLD, &action, &saved_[SIGCHLD]);
+    for (int s : kWatched) ::sigaction(s, &action, &saved_[s]);
   }
   ~SignalForwarding() {
     for (int s : kForwarded) ::sigaction(s, &saved_[s], nullptr);
-    ::sigaction(SIGCHLD, &saved_[SIGCHLD], nullptr);
+    for (int s : kWatched) ::sigaction(s, &saved_[s], nullptr);
     ::close(g_signal_pipe[0]);
     ::close(g_signal_pipe[1]);
     g_signal_pipe[0] = g_signal_pipe[1] = -1;
@@ -203,7 +206,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     struct sigaction restore {};
     restore.sa_handler = SIG_DFL;
     for (int s : kForwarded) ::sigaction(s, &restore, nullptr);
-    ::sigaction(SIGCHLD, &restore, nullptr);
+    for (int s : kWatched) ::sigaction(s, &restore, nullptr);
     ::sigprocmask(SIG_SETMASK, &unblocked, nullptr);
     ::execve(program.c_str(), argv.data(), envp.data());
     const int error = errno;
@@ -346,6 +349,9 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     if (const auto now = std::chrono::steady_clock::now(); now - last_scan >= kScanEvery) {
       scan();
       last_scan = now;
+      // A shell's fg of a job that bg had continued gives the terminal to watch's group and
+      // (bash) sends no SIGCONT: the program gets it on within a scan.
+      if (!root_done) terminal.GiveTo(child);
     }
     for (size_t i = 2; i < fds.size(); ++i) {
       Connection &c = connections[i - 2];
@@ -381,6 +387,10 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     for (ssize_t got; (got = ::read(g_signal_pipe[0], bytes, sizeof bytes)) > 0;) {
       for (ssize_t i = 0; i < got; ++i) {
         if (bytes[i] == SIGCHLD) continue;
+        if (bytes[i] == SIGCONT) {  // continued: the program gets the terminal if watch has it
+          if (!root_done) terminal.GiveTo(child);
+          continue;
+        }
         forward(bytes[i]);
         if (root_done) stop_waiting = true;
       }
@@ -395,6 +405,12 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
         // stopped; when the job is continued (fg: watch holds the terminal again, bg: it does
         // not), so is the program. Any other stop (SIGSTOP from a debugger) is the stopper's.
         const int stop = WSTOPSIG(status);
+        if ((stop == SIGTTIN || stop == SIGTTOU) && terminal.fd() >= 0 &&
+            ::tcgetpgrp(terminal.fd()) == ::getpgrp()) {
+          terminal.GiveTo(child);  // watch is in the foreground (fg after bg): hand it on
+          ::kill(-child, SIGCONT);
+          continue;
+        }
         if (terminal.fd() >= 0 && (stop == SIGTSTP || stop == SIGTTIN || stop == SIGTTOU)) {
           terminal.TakeBack(child);
           ::kill(0, SIGTSTP);  // discarded by the kernel in an orphaned group: then go on
