@@ -230,6 +230,8 @@ static _Atomic uint64_t g_mapped_dropped;
 static atomic_flag g_maps_lock = ATOMIC_FLAG_INIT;
 static __thread int t_maps_held;
 
+uint64_t LeakboundMappedDropped(void) { return atomic_load(&g_mapped_dropped); }
+
 /* t_maps_held is set before the lock is taken and cleared after it is let go, so a signal
  * handler that interrupts this thread anywhere in between sees it and does not spin on a lock
  * its own thread holds. */

@@ -306,6 +306,7 @@ static void MarkLocked(leakbound_watch_kind kind, int at_clock) {
                                sample */
   record.time_ns = NowNs();
   record.values[0] = LeakboundSitesDropped();
+  record.values[1] = LeakboundMappedDropped();
   if (g_leakbound_sites_on) {
     g_site_batch.seq = record.seq;
     g_site_batch.count = 0;
@@ -756,6 +757,7 @@ __attribute__((destructor)) static void StopWatch(void) {
   bye.seq = g_steps;
   Sample(&bye.counters);
   bye.values[0] = LeakboundSitesDropped();
+  bye.values[1] = LeakboundMappedDropped();
   Send(&bye);
   atomic_store(&g_followed, 0);
   pthread_mutex_unlock(&g_marker_lock);

@@ -53,6 +53,8 @@ LB_HIDDEN int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out);
 LB_HIDDEN void LeakboundSitesWarmUp(void);
 LB_HIDDEN void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context);
 LB_HIDDEN uint64_t LeakboundSitesDropped(void);
+/* Anonymous mappings so far that the mapping table did not count (front_end.c). */
+LB_HIDDEN uint64_t LeakboundMappedDropped(void);
 /* In a forked child: every site is named and sent again on its own connection. */
 LB_HIDDEN void LeakboundSitesForget(void);
 

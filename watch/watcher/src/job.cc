@@ -81,6 +81,11 @@ std::string Notes(const WatchRecording &r) {
              " allocations were made at call sites past the site table's room (counted "
              "exactly in the heap's counters; they are in no call site's books)";
   }
+  if (r.mapped_dropped > 0) {
+    notes += "; " + std::to_string(r.mapped_dropped) +
+             " anonymous mappings were made past the mapping table's room (or inside it, by a "
+             "signal handler): their bytes are not in host.mapped_bytes";
+  }
   if (r.malformed_records > 0) {
     notes += "; " + std::to_string(r.malformed_records) + " malformed channel records dropped";
   }

@@ -68,6 +68,7 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       sample.time_ns = record.time_ns;
       sample.counters = record.counters;
       recording.sites_dropped = std::max(recording.sites_dropped, record.values[0]);
+      recording.mapped_dropped = std::max(recording.mapped_dropped, record.values[1]);
       recording.samples.push_back(std::move(sample));
       break;
     }
@@ -120,6 +121,7 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
     case LEAKBOUND_WATCH_BYE:
       recording.at_exit = record.counters;
       recording.sites_dropped = std::max(recording.sites_dropped, record.values[0]);
+      recording.mapped_dropped = std::max(recording.mapped_dropped, record.values[1]);
       recording.forks = std::max(recording.forks, record.counters.forks);
       break;
     case LEAKBOUND_WATCH_FORK:

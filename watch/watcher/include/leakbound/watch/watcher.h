@@ -119,6 +119,7 @@ struct WatchRecording {
   std::string device_absent_reason;
   std::uint64_t malformed_records = 0;
   std::uint64_t sites_dropped = 0;  // allocations at call sites the site table had no room for
+  std::uint64_t mapped_dropped = 0;  // anonymous mappings not in host.mapped_bytes
   // While receiving: DEVICE / COUNTER values waiting for their STEP, a PROBE
   // state in pieces.
   WatchSample pending;
