@@ -280,6 +280,27 @@ case $case_name in
     slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
     [ "$slope" = "8800.0" ] || fail "host.heap_bytes slope $slope, want exactly 8800.0 bytes/step"
     ;;
+  many_threads_churn_leak)
+    # A long run of short threads: 32 started and joined a step, 64,000 in all, so the heap's
+    # counter slots are given back and reused again and again; each keeps 8 B: exactly 256 B/step
+    # (a slot that lost its values on reuse reads 0).
+    watch_expect 1 -- "$(dirname "$c_steps")/watch_many_threads" churn-leak 2000
+    expect_verdict unbounded-growth host.heap_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    [ "$slope" = "256.0" ] || fail "host.heap_bytes slope $slope, want exactly 256.0 bytes/step"
+    expect_steps 2000
+    ;;
+  many_threads_churn_clean)
+    watch_expect 0 -- "$(dirname "$c_steps")/watch_many_threads" churn-clean 2000
+    expect_verdict PASS host.heap_bytes
+    python3 - "$out/trace.json" <<'PY' || fail "host.heap_bytes moved at a quiet point"
+import json, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+v = [c for c in t["counters"] if c["name"] == "host.heap_bytes"][0]["values"]
+print("host.heap_bytes at the steps: min %d, max %d" % (min(v), max(v)))
+sys.exit(0 if min(v) == max(v) > 0 else 1)
+PY
+    ;;
   many_threads_clean)
     # The same threads freeing all they allocate (some on another thread): flat, on the shared
     # slot too.
