@@ -136,8 +136,8 @@ std::vector<reports::Attribution> Attribute(const Trace& trace) {
   };
   const OutstandingSnapshot& first = trace.outstanding.front();
   const OutstandingSnapshot& last = trace.outstanding.back();
-  // One row per key at the last block end (two call sites can share a name: "?" for code in no
-  // module): bytes and allocations summed, the widest age range.
+  // One row per key at the last block end (two call sites can share a name: two return
+  // addresses on one source line): bytes and allocations summed, the widest age range.
   std::vector<OutstandingRow> merged;
   std::map<Key, std::size_t> index;
   for (const OutstandingRow& row : last.rows) {

@@ -336,6 +336,26 @@ PY
     page=$(getconf PAGESIZE); kept=$(( page > 4096 ? page : 4096 ))
     [ "$slope" = "$kept.0" ] || fail "host.mapped_bytes slope $slope, want exactly $kept.0 bytes/step"
     ;;
+  jit_sites_leak)
+    # Two call sites in code of no module (an anonymous executable mapping, as a JIT makes),
+    # keeping 32 and 48 B a step: two Growing rows at those rates, not one "?" row of 80.
+    [ "$(uname -m)" = x86_64 ] || { echo "skipped: the program writes x86-64 code"; exit 77; }
+    watch_expect 1 -- "$(dirname "$c_steps")/watch_jit_sites" leak 300
+    expect_verdict unbounded-growth host.heap_bytes
+    python3 - "$out/report.json" <<'PY' || fail "the two sites of anonymous code are not two rows"
+import json, sys
+w = json.load(open(sys.argv[1]))["workloads"][0]
+rows = [(a["op"], a["bytes_per_step"]) for a in w["attribution"] if a["rose_at"] == a["transitions"]]
+print("  growing rows:", rows)
+sys.exit(0 if sorted(r for _, r in rows) == [32.0, 48.0] and
+         all(op.startswith("[anonymous]+0x") for op, _ in rows) and rows[0][0] != rows[1][0] else 1)
+PY
+    ;;
+  jit_sites_clean)
+    [ "$(uname -m)" = x86_64 ] || { echo "skipped: the program writes x86-64 code"; exit 77; }
+    watch_expect 0 -- "$(dirname "$c_steps")/watch_jit_sites" clean 300
+    expect_verdict PASS host.heap_bytes
+    ;;
   maps_full)
     # 4,500 mappings kept before the steps, past the mapping table's 4,096: the clean steps still
     # PASS, and the report says how many mappings host.mapped_bytes does not hold.

@@ -131,7 +131,9 @@ static void Sample(leakbound_watch_counters *out) {
  * PyTorch run under watch went there (thousands of sites named once each, libtorch_cpu has
  * ~10^5 symbols), and libtorch's and python3's own functions are not exported anyway. */
 /* NAME text: "PATH+0xOFFSET" (the module's full path, for the watcher's symboliser: the main
- * program's from /proc/self/exe), or "MODULE+0xOFFSET" when the path does not fit. */
+ * program's from /proc/self/exe), or "MODULE+0xOFFSET" when the path does not fit; code in no
+ * module (a JIT's output) is "[anonymous]+0xADDRESS", its own address, so that two such call
+ * sites keep names of their own (one name "?" summed them into one row). */
 static void NameOf(uintptr_t pc, char *out) {
   const char *path = NULL;
   uintptr_t bias = 0;
@@ -151,7 +153,9 @@ static void NameOf(uintptr_t pc, char *out) {
   }
 #endif
   if (!path) {
-    CopyText(out, "?");
+    char text[48];
+    snprintf(text, sizeof text, "[anonymous]+0x%lx", (unsigned long)pc);
+    CopyText(out, text);
     return;
   }
   static char self[LEAKBOUND_WATCH_TEXT];
