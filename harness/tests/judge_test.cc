@@ -543,3 +543,44 @@ TEST(Judge, TwoBlocks_CensusDecidesNothingAndTheSummaryDoesNotClaimIt) {
 
 }  // namespace
 }  // namespace leakbound::harness
+
+namespace leakbound::harness {
+namespace {
+
+// The census keeps nothing from any block while the exact counter rises 64 B a step: bytes no
+// birth block holds (a heap whose books disagree). The census alone would PASS it.
+TEST(Judge, WatchedCounterGainingWhatNoCohortHolds_IsJudgedOnBlockRanges) {
+  Trace t = CensusTrace({0, 0, 0, 0});
+  t.counters[0] = Counter("host.heap_bytes", "host", Growing(1 << 20, 64));
+  const reports::WorkloadResult r = Judge(t, {});
+  const reports::CounterVerdict* v = Find(r, "host.heap_bytes");
+  EXPECT_EQ(v->verdict, reports::kUnboundedGrowth) << v->evidence;
+  EXPECT_TRUE(v->survivor_bytes.empty());
+  EXPECT_TRUE(Contains(v->evidence, "that no birth block of the census holds")) << v->evidence;
+}
+
+// Blocks from before the census (in no cohort) being freed: the gap shrinks, the census decides.
+TEST(Judge, WatchedCounterLosingBlocksOlderThanTheCensus_KeepsTheCensus) {
+  Trace t = CensusTrace({0, 0, 0, 0});
+  t.counters[0] = Counter("host.heap_bytes", "host", Growing(1 << 20, -16));
+  const reports::WorkloadResult r = Judge(t, {});
+  const reports::CounterVerdict* v = Find(r, "host.heap_bytes");
+  EXPECT_EQ(v->verdict, reports::kPass) << v->evidence;
+  EXPECT_FALSE(v->survivor_bytes.empty());
+  EXPECT_FALSE(Contains(v->evidence, "no birth block")) << v->evidence;
+}
+
+// A gap that rose at one block end only (a block from before the census grew once in place):
+// the census decides.
+TEST(Judge, WatchedCounterGainingOnce_KeepsTheCensus) {
+  Trace t = CensusTrace({0, 0, 0, 0});
+  t.counters[0] =
+      Counter("host.heap_bytes", "host", [](int i) { return i > kWarmup + kSteps ? 5000.0 : 0.0; });
+  const reports::WorkloadResult r = Judge(t, {});
+  const reports::CounterVerdict* v = Find(r, "host.heap_bytes");
+  EXPECT_FALSE(v->survivor_bytes.empty());
+  EXPECT_FALSE(Contains(v->evidence, "no birth block")) << v->evidence;
+}
+
+}  // namespace
+}  // namespace leakbound::harness
