@@ -594,13 +594,14 @@ leakbound, out, hostile = sys.argv[1:]
 t = Terminal(["/bin/bash", "--norc", "--noprofile", "-i"],
              {"PATH": os.environ["PATH"], "PS1": "$ ", "TERM": "dumb"})
 
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
 def states():  # the one-letter states of watch and of its program (/proc), below this bash
-    def children(pid):
-        try:
-            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                return [int(p) for p in f.read().split()]
-        except OSError:
-            return []
     def state(pid):
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rsplit(")", 1)[1].split()[0]
@@ -608,21 +609,36 @@ def states():  # the one-letter states of watch and of its program (/proc), belo
     program = children(watch[0]) if watch else []
     return (state(watch[0]) if watch else "-") + (state(program[0]) if program else "-")
 
+def program_group():  # the program leads its own group (watch makes it so)
+    watch = children(t.pid)
+    program = children(watch[0]) if watch else []
+    return program[0] if program else None
+
+def within(seconds, condition):  # polls: a loaded machine may take a while to schedule watch
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
 t.type(("%s watch --out %s -- %s job-stop 3000\n" % (leakbound, out, hostile)).encode())
 t.expect(b"ready") or t.fail("the program never said ready")
 def stop_then(then):
-    t.type(b"\x1a")  # Ctrl-Z
+    # Ctrl-Z must reach the program: the terminal's foreground group is the program's.
+    within(10, lambda: os.tcgetpgrp(t.fd) == program_group()) or t.fail(
+        "the terminal's foreground is not the program's group")
+    t.type(b"\x1a")
     t.expect(b"Stopped") or t.fail("the shell never saw the job stopped")
-    time.sleep(0.3)
-    states() == "TT" or t.fail("after Ctrl-Z watch and its program are %r, want stopped (TT)" % states())
+    within(10, lambda: states() == "TT") or t.fail(
+        "after Ctrl-Z watch and its program are %r, want stopped (TT)" % states())
     t.type(then)
-    time.sleep(0.5)
-    states() in ("SS", "RS", "SR", "RR") or t.fail("after %r they are %r, want running" % (then, states()))
+    within(10, lambda: "T" not in states()) or t.fail(
+        "after %r they are %r, want running" % (then, states()))
 
 stop_then(b"fg\n")
 stop_then(b"bg\n")
 t.type(b"fg\n")  # bash sends no SIGCONT here: watch hands the terminal on by itself
-time.sleep(0.5)
 stop_then(b"fg\n")  # so Ctrl-Z reaches the program again, not watch alone
 t.expect(b"continue?", 60) or t.fail("the program never asked")
 t.type(b"yes\n")
