@@ -440,7 +440,8 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
           }
         }
       }
-      if (final_census != nullptr && source == "host.heap_bytes") {
+      if (final_census != nullptr && source == "host.heap_bytes" &&
+          trace.subject.kind == "watched") {
         // A watched program's census holds what the heap recorded; blocks it had before (or
         // excluded) are counted by the exact counter in no cohort, and only go away. The gap
         // between the two may shrink, never grow: the counter gaining, at every block end, bytes
@@ -455,21 +456,22 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
             gaps.emplace_back(snap->step,
                               bytes_counter->values[static_cast<std::size_t>(snap->step)] - held);
           }
-          bool rose_at_every = gaps.size() >= 2;
+          // At least two block ends after the first, each gaining more than the floor over its
+          // block: the counter and the census are read a moment apart, so one rise can be a
+          // thread allocating in between.
+          const double block_floor = kCensusFloorBytesPerStep * schedule.steps_per_block;
+          bool rose_at_every = gaps.size() >= 3;
           for (std::size_t i = 1; i < gaps.size(); ++i) {
-            rose_at_every = rose_at_every && gaps[i].second > gaps[i - 1].second;
+            rose_at_every = rose_at_every && gaps[i].second - gaps[i - 1].second > block_floor;
           }
           if (rose_at_every) {
             const double unseen = gaps.back().second - gaps.front().second;
-            const int steps = gaps.back().first - gaps.front().first;
-            if (unseen > kCensusFloorBytesPerStep * steps) {
-              uncovered = "; no census: " + source + " gained " + reports::FormatBytes(unseen) +
-                          " between steps " + std::to_string(gaps.front().first) + " and " +
-                          std::to_string(gaps.back().first) +
-                          " that no birth block of the census holds (the heap's books disagree), "
-                          "so growth is judged on block ranges";
-              final_census = nullptr;
-            }
+            uncovered = "; no census: " + source + " gained " + reports::FormatBytes(unseen) +
+                        " between steps " + std::to_string(gaps.front().first) + " and " +
+                        std::to_string(gaps.back().first) +
+                        " that no birth block of the census holds (the heap's books disagree), "
+                        "so growth is judged on block ranges";
+            final_census = nullptr;
           }
         }
       }

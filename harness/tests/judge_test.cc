@@ -221,7 +221,8 @@ TEST(Judge, Attribution_RowRisingAtEveryBlockEnd_ComesBeforeAOneTimeJump) {
   EXPECT_EQ(r.attribution[2].bytes_per_step, 0);
 }
 
-// Two call sites under one name ("?": code in no module) are one row, judged on their sum.
+// Two call sites under one name (two return addresses on one source line) are one row, judged on
+// their sum.
 TEST(Judge, Attribution_RowsSharingAName_AreMergedBeforeTheirGrowthIsRead) {
   Trace t = GpuTrace(false, Flat(0), Flat(0), Flat(0), Flat(0));
   const int first = kWarmup + kSteps - 1;
@@ -580,6 +581,35 @@ TEST(Judge, WatchedCounterGainingOnce_KeepsTheCensus) {
   const reports::CounterVerdict* v = Find(r, "host.heap_bytes");
   EXPECT_FALSE(v->survivor_bytes.empty());
   EXPECT_FALSE(Contains(v->evidence, "no birth block")) << v->evidence;
+}
+
+}  // namespace
+}  // namespace leakbound::harness
+
+namespace leakbound::harness {
+namespace {
+
+// Two blocks: one rise between the block ends may be a thread allocating between the counter's
+// read and the census's; the census decides.
+TEST(Judge, WatchedCounterGainingWithTwoBlocksOnly_KeepsTheCensus) {
+  Trace t = CensusTrace({0, 0, 0, 0});
+  t.blocks = 2;
+  t.census.resize(2);
+  t.counters[0] = Counter("host.heap_bytes", "host", Growing(1 << 20, 64));
+  for (TraceCounter& c : t.counters) c.values.resize(kWarmup + 2 * kSteps);
+  t.step_ns.resize(kWarmup + 2 * kSteps);
+  t.probe_ns.resize(kWarmup + 2 * kSteps);
+  const reports::WorkloadResult r = Judge(t, {});
+  EXPECT_FALSE(Contains(Find(r, "host.heap_bytes")->evidence, "no birth block")) << r.evidence;
+}
+
+// A run in process (the Runner's heap census): the rule is for a watched program's books only.
+TEST(Judge, InProcessCounterGaining_IsNotSubjectToTheWatchedBooksRule) {
+  Trace t = CensusTrace({0, 0, 0, 0});
+  t.subject.kind = "clean";
+  t.counters[0] = Counter("host.heap_bytes", "host", Growing(1 << 20, 64));
+  const reports::WorkloadResult r = Judge(t, {});
+  EXPECT_FALSE(Contains(Find(r, "host.heap_bytes")->evidence, "no birth block")) << r.evidence;
 }
 
 }  // namespace

@@ -42,6 +42,13 @@ expect_steps() {  # N: how many steps arrived
   [ "$steps" = "$1" ] || fail "$steps steps arrived, want $1"
 }
 
+# jit_or_skip: exit 77 where watch_jit_sites cannot run (not x86-64, or executable mappings
+# refused), as it says when run bare.
+jit_or_skip() {
+  [ "$(uname -m)" = x86_64 ] || { echo "skipped: the program writes x86-64 code"; exit 77; }
+  "$(dirname "$c_steps")/watch_jit_sites" clean 1 || { echo "skipped: watch_jit_sites cannot run here"; exit 77; }
+}
+
 # on_pty ARGS... <<'PY': a Python script (stdin) that drives a terminal with on_pty.Terminal.
 on_pty() {
   PYTHONPATH=$(dirname "$0") python3 - "$@"
@@ -339,7 +346,7 @@ PY
   jit_sites_leak)
     # Two call sites in code of no module (an anonymous executable mapping, as a JIT makes),
     # keeping 32 and 48 B a step: two Growing rows at those rates, not one "?" row of 80.
-    [ "$(uname -m)" = x86_64 ] || { echo "skipped: the program writes x86-64 code"; exit 77; }
+    jit_or_skip
     watch_expect 1 -- "$(dirname "$c_steps")/watch_jit_sites" leak 300
     expect_verdict unbounded-growth host.heap_bytes
     python3 - "$out/report.json" <<'PY' || fail "the two sites of anonymous code are not two rows"
@@ -352,7 +359,7 @@ sys.exit(0 if sorted(r for _, r in rows) == [32.0, 48.0] and
 PY
     ;;
   jit_sites_clean)
-    [ "$(uname -m)" = x86_64 ] || { echo "skipped: the program writes x86-64 code"; exit 77; }
+    jit_or_skip
     watch_expect 0 -- "$(dirname "$c_steps")/watch_jit_sites" clean 300
     expect_verdict PASS host.heap_bytes
     ;;
@@ -587,6 +594,7 @@ PY
     # Job control from an interactive shell: Ctrl-Z stops the program and watch (the shell says
     # Stopped), fg runs both on, and so do bg then fg; the program has the terminal again after
     # fg (it reads its answer) and every step arrives.
+    [ -r "/proc/$$/task/$$/children" ] || { echo "skipped: no /proc/PID/task/PID/children"; exit 77; }
     on_pty "$leakbound" "$out" "$hostile" <<'PY' || fail "Ctrl-Z / bg / fg did not work as on a bare program"
 import os, sys, time
 from on_pty import Terminal

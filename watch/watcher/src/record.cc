@@ -61,18 +61,22 @@ class Terminal {
   Terminal(const Terminal &) = delete;
   Terminal &operator=(const Terminal &) = delete;
   int fd() const { return fd_; }
-  // Makes `to` the foreground group if `from` holds it now. SIGTTOU is blocked around the call,
-  // so that a process outside the foreground may set it (POSIX). Async-signal-safe.
-  static void Hand(int fd, pid_t from, pid_t to) {
-    if (fd < 0 || ::tcgetpgrp(fd) != from) return;
-    sigset_t ttou, saved;
-    sigemptyset(&ttou);
-    sigaddset(&ttou, SIGTTOU);
-    ::sigprocmask(SIG_BLOCK, &ttou, &saved);
-    ::tcsetpgrp(fd, to);
+  // Makes `to` the foreground group if `from` holds it now; true when it did. SIGTTOU is blocked
+  // around the call, so that a process outside the foreground may set it (POSIX), and so is
+  // SIGTSTP, so that watch is not stopped (and moved to the background) between the check and
+  // the change. Async-signal-safe.
+  static bool Hand(int fd, pid_t from, pid_t to) {
+    if (fd < 0) return false;
+    sigset_t blocked, saved;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGTTOU);
+    sigaddset(&blocked, SIGTSTP);
+    ::sigprocmask(SIG_BLOCK, &blocked, &saved);
+    const bool handed = ::tcgetpgrp(fd) == from && ::tcsetpgrp(fd, to) == 0;
     ::sigprocmask(SIG_SETMASK, &saved, nullptr);
+    return handed;
   }
-  void GiveTo(pid_t program_group) const { Hand(fd_, ::getpgrp(), program_group); }
+  bool GiveTo(pid_t program_group) const { return Hand(fd_, ::getpgrp(), program_group); }
   void TakeBack(pid_t program_group) const { Hand(fd_, program_group, ::getpgrp()); }
 
  private:
@@ -350,8 +354,10 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       scan();
       last_scan = now;
       // A shell's fg of a job that bg had continued gives the terminal to watch's group and
-      // (bash) sends no SIGCONT: the program gets it on within a scan.
-      if (!root_done) terminal.GiveTo(child);
+      // (bash) sends no SIGCONT: the program gets it on within a scan, and its group is
+      // continued (a process of it that read the terminal in the background stopped there, and
+      // only the first process's stops reach watch).
+      if (!root_done && terminal.GiveTo(child)) ::kill(-child, SIGCONT);
     }
     for (size_t i = 2; i < fds.size(); ++i) {
       Connection &c = connections[i - 2];
@@ -388,7 +394,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       for (ssize_t i = 0; i < got; ++i) {
         if (bytes[i] == SIGCHLD) continue;
         if (bytes[i] == SIGCONT) {  // continued: the program gets the terminal if watch has it
-          if (!root_done) terminal.GiveTo(child);
+          if (!root_done && terminal.GiveTo(child)) ::kill(-child, SIGCONT);
           continue;
         }
         forward(bytes[i]);
