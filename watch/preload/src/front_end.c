@@ -217,8 +217,8 @@ static void ResolveProgramOperators(void) {
  * a mapping splits it. A mapping that finds no slot is not counted (mapped_dropped). One spin
  * lock covers each change, so a remove never reads a slot half-written by an insert, and two
  * threads unmapping one range take it off once (watch.maps_clean); a mapping made from a signal
- * handler that interrupted this thread inside the table is not counted (mapped_dropped), and a
- * forked child starts with the lock free. */
+ * handler that interrupted this thread inside the table is not counted, nor is an unmapping
+ * there (both mapped_dropped), and a forked child starts with the lock free. */
 enum { kMaps = 4096 };
 typedef struct Mapping {
   _Atomic uintptr_t start; /* 0: free */
@@ -310,7 +310,10 @@ static void MapInsert(uintptr_t start, uintptr_t length) {
 }
 
 static int MapRemove(uintptr_t start, uintptr_t length) {
-  if (!MapsLock()) return 0;
+  if (!MapsLock()) { /* a signal handler inside the table: the unmapping is not booked */
+    atomic_fetch_add(&g_mapped_dropped, 1);
+    return 0;
+  }
   int overlapped = MapRemoveLocked(start, length);
   MapsUnlock();
   return overlapped;

@@ -83,8 +83,8 @@ std::string Notes(const WatchRecording &r) {
   }
   if (r.mapped_dropped > 0) {
     notes += "; " + std::to_string(r.mapped_dropped) +
-             " anonymous mappings were made past the mapping table's room (or inside it, by a "
-             "signal handler): their bytes are not in host.mapped_bytes";
+             " anonymous mappings or unmappings were not booked (past the mapping table's room, "
+             "or by a signal handler inside it): host.mapped_bytes is off by their bytes";
   }
   if (r.malformed_records > 0) {
     notes += "; " + std::to_string(r.malformed_records) + " malformed channel records dropped";

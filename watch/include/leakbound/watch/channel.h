@@ -41,7 +41,8 @@ typedef enum leakbound_watch_kind {
   LEAKBOUND_WATCH_HELLO = 1,
   /* STEP, TICK and BYE: values[0] is how many allocations so far were made at a call site the
    * site table had no room for (counted exactly, in no call site's books); values[1] how many
-   * anonymous mappings so far the mapping table did not count (not in host.mapped_bytes). */
+   * anonymous mappings or unmappings so far the mapping table did not book (host.mapped_bytes
+   * is off by their bytes). */
   LEAKBOUND_WATCH_STEP = 2,  /* a step marker returned (counters after the step) */
   LEAKBOUND_WATCH_TICK = 3,  /* a timer sample (--interval; site 0) or a sample at the job's
                                 clock (site 1: the process marks no step of its own) */
