@@ -38,11 +38,14 @@
  *
  * The census of survivors by birth (docs/heap.md, "Census"): the recorder (the Runner at block
  * ends, the watch preload at its census points) cuts time into cohorts. A record carries the 16-bit
- * stamp of its block's birth, so a census costs no byte of record. What a cohort allocated is the
- * rise of the counters above over its stretch (read when it begins); every slot keeps, per cohort,
- * the bytes and blocks born in it that its thread freed (the owner's plain stores again). A census
- * is the difference, summed over the slots: exact at a quiet point, O(slots x cohorts), no walk
- * over the records, and no per-cohort work on the allocation path. The stamp is the census
+ * stamp of its block's birth, so a census costs no byte of record. Every slot keeps, per cohort,
+ * the bytes and blocks its thread allocated into it (booked with the cohort of the same clock read
+ * that stamps the record) and the bytes and blocks born in it that its thread freed (the owner's
+ * plain stores again). A census is the difference, summed over the slots: O(slots x cohorts), no
+ * walk over the records. A cohort's births were once the rise of the slots' totals over its
+ * stretch, read when it began: an allocation that read the clock before a switch and counted
+ * itself after that read was born in one cohort and freed from the other, a survivor that never
+ * was (a clean 4-thread loop under --interval was judged growing). The stamp is the census
  * generation and the cohort; leakbound_heap_census_start() begins a new generation, and a block of
  * an earlier one goes to the "older" cohort when it is freed, so what the cohorts hold when the
  * census starts stays put and is subtracted (g_census_origin). Cohorts past the last
@@ -115,9 +118,10 @@ typedef struct ThreadCounters {
   _Atomic int64_t frees;       /* frees of counted blocks made on this slot */
   _Atomic int64_t total_bytes;
   _Atomic int64_t untracked_allocations;
-  /* Per cohort: bytes and blocks born in it that this slot freed. What a cohort allocated is
-   * the rise of the slots' total_bytes / allocations over its stretch (g_cohort_start), so an
-   * allocation does no per-cohort work. */
+  /* Per cohort: bytes and blocks this slot allocated into it, and those born in it that this
+   * slot freed. */
+  _Atomic int64_t born_bytes[kCohorts];
+  _Atomic int64_t born_blocks[kCohorts];
   _Atomic int64_t freed_bytes[kCohorts];
   _Atomic int64_t freed_blocks[kCohorts];
 } __attribute__((aligned(64))) ThreadCounters;
@@ -146,9 +150,9 @@ static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at l
  * stores both as its birth stamp). One word, read with one relaxed load. */
 static _Atomic uint64_t g_census_clock;
 /* What each cohort's sums held when the census started (blocks of earlier censuses). */
-static leakbound_heap_cohort g_census_origin[kCohorts]; /* freed sums at the census's start */
-/* The slots' summed total_bytes / allocations when each cohort of the census began. */
-static leakbound_heap_cohort g_cohort_start[kCohorts];
+/* The born and freed sums per cohort at the census's start (what earlier generations left). */
+static leakbound_heap_cohort g_born_origin[kCohorts];
+static leakbound_heap_cohort g_census_origin[kCohorts];
 static pthread_key_t g_release_key;
 static _Atomic int g_release_key_ready;
 static const char *g_mode = "none";
@@ -238,7 +242,13 @@ static inline unsigned CohortOf(uint64_t clock, unsigned stamp) {
 
 static inline unsigned CurrentEpoch(uint64_t clock) { return (unsigned)clock & 0xffff; }
 
-static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size) {
+/* The cohort a block stamped at `clock` is born in: CohortOf(clock, CurrentEpoch(clock)). */
+static inline unsigned BirthCohort(uint64_t clock) { return (unsigned)clock & 0xff; }
+
+static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size,
+                                                           unsigned cohort) {
+  atomic_fetch_add_explicit(&c->born_bytes[cohort], (int64_t)size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->born_blocks[cohort], 1, memory_order_relaxed);
   int64_t live = atomic_fetch_add_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed) +
                  (int64_t)size;
   int64_t peak = Load(&c->peak_bytes);
@@ -260,11 +270,13 @@ static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64
 
 /* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
  * larger value, so it never undoes a reset except with a value live at the reset itself. */
-static inline void CountAllocated(ThreadCounters *c, uint64_t size) {
+static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned cohort) {
   if (LB_UNLIKELY(c->shared)) {
-    CountSharedAllocated(c, size);
+    CountSharedAllocated(c, size, cohort);
     return;
   }
+  Bump(&c->born_bytes[cohort], (int64_t)size);
+  Bump(&c->born_blocks[cohort], 1);
   int64_t live = Load(&c->live_bytes) + (int64_t)size;
   atomic_store_explicit(&c->live_bytes, live, memory_order_relaxed);
   if (live > Load(&c->peak_bytes))
@@ -455,7 +467,7 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
     CountUntracked(c);
     return 0;
   }
-  CountAllocated(c, size);
+  CountAllocated(c, size, BirthCohort(clock));
   return 1 + (int)(c - g_threads);
 }
 
@@ -475,7 +487,7 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
         const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
         atomic_store_explicit(&record->word, Pack(key, size, site, CurrentEpoch(clock)),
                               memory_order_relaxed);
-        CountAllocated(c, size);
+        CountAllocated(c, size, BirthCohort(clock));
         return 1 + (int)(c - g_threads);
       }
     }
@@ -625,35 +637,31 @@ int leakbound_heap_counting(void) { return !atomic_load(&g_paused); }
 
 /* ---- the census (leakbound/watch/heap.h) ------------------------------------------------ */
 
-static void SumFreed(leakbound_heap_cohort *out) {
-  memset(out, 0, sizeof(leakbound_heap_cohort) * kCohorts);
+/* The born and freed sums per cohort over the slots; each slot's born before its freed, so that a
+ * block allocated and freed during the read can only hide (clamped below), never add a survivor. */
+static void SumCohorts(leakbound_heap_cohort *born, leakbound_heap_cohort *freed) {
+  memset(born, 0, sizeof(leakbound_heap_cohort) * kCohorts);
+  memset(freed, 0, sizeof(leakbound_heap_cohort) * kCohorts);
   int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
   for (int i = 0; i < used; ++i) {
     for (int k = 0; k < kCohorts; ++k) {
-      out[k].bytes += Load(&g_threads[i].freed_bytes[k]);
-      out[k].blocks += Load(&g_threads[i].freed_blocks[k]);
+      born[k].bytes += Load(&g_threads[i].born_bytes[k]);
+      born[k].blocks += Load(&g_threads[i].born_blocks[k]);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    for (int k = 0; k < kCohorts; ++k) {
+      freed[k].bytes += Load(&g_threads[i].freed_bytes[k]);
+      freed[k].blocks += Load(&g_threads[i].freed_blocks[k]);
     }
   }
-}
-
-/* Bytes and blocks ever allocated (counted), summed over the slots. */
-static leakbound_heap_cohort SumAllocated(void) {
-  leakbound_heap_cohort total = {0, 0};
-  int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
-  for (int i = 0; i < used; ++i) {
-    total.bytes += Load(&g_threads[i].total_bytes);
-    total.blocks += Load(&g_threads[i].allocations);
-  }
-  return total;
 }
 
 void leakbound_heap_census_start(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
   /* A block of the old generation is freed into the older cohort from the moment the clock
-   * moves (so first), and the freed sums of the cohorts then are the new census's origin. */
+   * moves (so first), and the sums of the cohorts then are the new census's origin. */
   atomic_store(&g_census_clock, (uint64_t)((((unsigned)clock >> 8) + 1) & 0xff) << 8);
-  SumFreed(g_census_origin);
-  g_cohort_start[0] = SumAllocated();
+  SumCohorts(g_born_origin, g_census_origin);
 }
 
 int leakbound_heap_next_cohort(void) {
@@ -661,23 +669,20 @@ int leakbound_heap_next_cohort(void) {
   const unsigned cohort = (unsigned)clock & 0xff;
   if (cohort + 1 >= (unsigned)kOlderCohort) return (int)cohort; /* the last takes what follows */
   atomic_store(&g_census_clock, (clock & ~(uint64_t)0xff) | (cohort + 1));
-  g_cohort_start[cohort + 1] = SumAllocated();
   return (int)cohort + 1;
 }
 
 int leakbound_heap_cohort_now(void) { return (int)(atomic_load(&g_census_clock) & 0xff); }
 
 int leakbound_heap_census(leakbound_heap_cohort *out, int capacity) {
-  leakbound_heap_cohort freed[kCohorts];
-  SumFreed(freed);
-  const leakbound_heap_cohort now = SumAllocated();
+  leakbound_heap_cohort born[kCohorts], freed[kCohorts];
+  SumCohorts(born, freed);
   const int count = leakbound_heap_cohort_now() + 1;
   for (int k = 0; k < count && k < capacity; ++k) {
-    const leakbound_heap_cohort end = k + 1 < count ? g_cohort_start[k + 1] : now;
-    out[k].bytes = (end.bytes - g_cohort_start[k].bytes) - (freed[k].bytes - g_census_origin[k].bytes);
+    out[k].bytes = (born[k].bytes - g_born_origin[k].bytes) - (freed[k].bytes - g_census_origin[k].bytes);
     out[k].blocks =
-        (end.blocks - g_cohort_start[k].blocks) - (freed[k].blocks - g_census_origin[k].blocks);
-    if (out[k].bytes < 0) out[k].bytes = 0; /* a quiet point was not quiet */
+        (born[k].blocks - g_born_origin[k].blocks) - (freed[k].blocks - g_census_origin[k].blocks);
+    if (out[k].bytes < 0) out[k].bytes = 0; /* freed by one slot while read on another */
     if (out[k].blocks < 0) out[k].blocks = 0;
   }
   return count;
