@@ -411,15 +411,13 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
       // The censuses at the ends of blocks 1..B-1 (turnover); empty where none was taken.
       std::vector<std::vector<CensusCohort>> block_ends(
           static_cast<std::size_t>(std::max(schedule.blocks - 1, 0)));
-      std::vector<const CensusSnapshot*> measured_ends;  // every block end's, in step order
       for (const CensusSnapshot& snap : trace.census) {
         if (snap.counter != source) continue;
         if (snap.step == last_end) final_census = &snap;
         if (snap.step == last_end - schedule.steps_per_block) previous_census = &snap;
         const int from_first = snap.step - (schedule.warmup_steps + schedule.steps_per_block - 1);
-        if (from_first < 0 || from_first % schedule.steps_per_block != 0) continue;
-        if (snap.step <= last_end) measured_ends.push_back(&snap);
-        if (from_first / schedule.steps_per_block < schedule.blocks - 1) {
+        if (from_first >= 0 && from_first % schedule.steps_per_block == 0 &&
+            from_first / schedule.steps_per_block < schedule.blocks - 1) {
           block_ends[static_cast<std::size_t>(from_first / schedule.steps_per_block)] = snap.cohorts;
         }
       }
@@ -436,41 +434,6 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
                         " of the " + reports::FormatBytes(counted) + " " + source +
                         " counts (untracked or unlisted sessions), so growth is judged on block "
                         "ranges";
-            final_census = nullptr;
-          }
-        }
-      }
-      if (final_census != nullptr && source == "host.heap_bytes" &&
-          trace.subject.kind == "watched") {
-        // A watched program's census holds what the heap recorded; blocks it had before (or
-        // excluded) are counted by the exact counter in no cohort, and only go away. The gap
-        // between the two may shrink, never grow: the counter gaining, at every block end, bytes
-        // no cohort holds is growth the census cannot see (books that disagree), so the census
-        // is not used and the counter is judged on its block ranges.
-        if (const TraceCounter* bytes_counter = trace.Find(source)) {
-          std::vector<std::pair<int, double>> gaps;  // (step, counter - census) at block ends
-          for (const CensusSnapshot* snap : measured_ends) {
-            if (static_cast<std::size_t>(snap->step) >= bytes_counter->values.size()) continue;
-            double held = 0;
-            for (const CensusCohort& k : snap->cohorts) held += static_cast<double>(k.bytes);
-            gaps.emplace_back(snap->step,
-                              bytes_counter->values[static_cast<std::size_t>(snap->step)] - held);
-          }
-          // At least two block ends after the first, each gaining more than the floor over its
-          // block: the counter and the census are read a moment apart, so one rise can be a
-          // thread allocating in between.
-          const double block_floor = kCensusFloorBytesPerStep * schedule.steps_per_block;
-          bool rose_at_every = gaps.size() >= 3;
-          for (std::size_t i = 1; i < gaps.size(); ++i) {
-            rose_at_every = rose_at_every && gaps[i].second - gaps[i - 1].second > block_floor;
-          }
-          if (rose_at_every) {
-            const double unseen = gaps.back().second - gaps.front().second;
-            uncovered = "; no census: " + source + " gained " + reports::FormatBytes(unseen) +
-                        " between steps " + std::to_string(gaps.front().first) + " and " +
-                        std::to_string(gaps.back().first) +
-                        " that no birth block of the census holds (the heap's books disagree), "
-                        "so growth is judged on block ranges";
             final_census = nullptr;
           }
         }
