@@ -48,7 +48,7 @@
  * was (a clean 4-thread loop under --interval was judged growing). The stamp is the census
  * generation and the cohort; leakbound_heap_census_start() begins a new generation, and a block of
  * an earlier one goes to the "older" cohort when it is freed, so what the cohorts hold when the
- * census starts stays put and is subtracted (g_census_origin). Cohorts past the last
+ * census starts stays put and is subtracted (g_born_origin, g_census_origin). Cohorts past the last
  * (kCohorts - 2) share it. A block 256 censuses old is taken for one of the current census. */
 #define _GNU_SOURCE 1
 #include "heap_core.h"
@@ -87,6 +87,7 @@ enum {
   kLargeSlots = 1 << 16,               /* the large-block table: live blocks >= 2 MiB */
   kCohorts = LEAKBOUND_HEAP_COHORTS + 1, /* + one for blocks born before the census started */
   kOlderCohort = LEAKBOUND_HEAP_COHORTS,
+  kBooks = 2 * kCohorts, /* a set of cohorts per generation parity */
 };
 static const uint64_t kEmpty = 0;
 static const uint64_t kInlineSizeMax = kLargeSize - 1; /* 2 MiB - 2: larger sizes go to g_large */
@@ -118,12 +119,12 @@ typedef struct ThreadCounters {
   _Atomic int64_t frees;       /* frees of counted blocks made on this slot */
   _Atomic int64_t total_bytes;
   _Atomic int64_t untracked_allocations;
-  /* Per cohort: bytes and blocks this slot allocated into it, and those born in it that this
-   * slot freed. */
-  _Atomic int64_t born_bytes[kCohorts];
-  _Atomic int64_t born_blocks[kCohorts];
-  _Atomic int64_t freed_bytes[kCohorts];
-  _Atomic int64_t freed_blocks[kCohorts];
+  /* Per book (Book(): a cohort in the books of its generation's parity): bytes and blocks this
+   * slot allocated into it, and those born in it that this slot freed. */
+  _Atomic int64_t born_bytes[kBooks];
+  _Atomic int64_t born_blocks[kBooks];
+  _Atomic int64_t freed_bytes[kBooks];
+  _Atomic int64_t freed_blocks[kBooks];
 } __attribute__((aligned(64))) ThreadCounters;
 
 /* One TLS block, so a hook computes the thread pointer offset once. counting is the slot while this
@@ -149,7 +150,6 @@ static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at l
 /* The census clock: the current cohort in bits 0..7, the census generation in 8..15 (a record
  * stores both as its birth stamp). One word, read with one relaxed load. */
 static _Atomic uint64_t g_census_clock;
-/* What each cohort's sums held when the census started (blocks of earlier censuses). */
 /* The born and freed sums per cohort at the census's start (what earlier generations left). */
 static leakbound_heap_cohort g_born_origin[kCohorts];
 static leakbound_heap_cohort g_census_origin[kCohorts];
@@ -242,13 +242,21 @@ static inline unsigned CohortOf(uint64_t clock, unsigned stamp) {
 
 static inline unsigned CurrentEpoch(uint64_t clock) { return (unsigned)clock & 0xffff; }
 
-/* The cohort a block stamped at `clock` is born in: CohortOf(clock, CurrentEpoch(clock)). */
-static inline unsigned BirthCohort(uint64_t clock) { return (unsigned)clock & 0xff; }
+/* Where a birth or a free seen at `clock` is booked: `cohort` in the books of the clock's
+ * generation parity. A thread that read the clock just before a census started books into the
+ * other generation's books, which the new census does not read (its origin is taken from its
+ * own), so a birth or free straddling the start can neither add a survivor nor hide one. */
+static inline unsigned Book(uint64_t clock, unsigned cohort) {
+  return (((unsigned)clock >> 8) & 1) * (unsigned)kCohorts + cohort;
+}
+
+/* The book of a block stamped at `clock`: its birth cohort, CohortOf(clock, CurrentEpoch(clock)). */
+static inline unsigned BirthBook(uint64_t clock) { return Book(clock, (unsigned)clock & 0xff); }
 
 static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size,
-                                                           unsigned cohort) {
-  atomic_fetch_add_explicit(&c->born_bytes[cohort], (int64_t)size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&c->born_blocks[cohort], 1, memory_order_relaxed);
+                                                           unsigned book) {
+  atomic_fetch_add_explicit(&c->born_bytes[book], (int64_t)size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->born_blocks[book], 1, memory_order_relaxed);
   int64_t live = atomic_fetch_add_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed) +
                  (int64_t)size;
   int64_t peak = Load(&c->peak_bytes);
@@ -261,22 +269,22 @@ static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, ui
 }
 
 static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64_t size,
-                                                       unsigned cohort) {
-  atomic_fetch_add_explicit(&c->freed_bytes[cohort], (int64_t)size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&c->freed_blocks[cohort], 1, memory_order_relaxed);
+                                                       unsigned book) {
+  atomic_fetch_add_explicit(&c->freed_bytes[book], (int64_t)size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->freed_blocks[book], 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed);
   atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
 }
 
 /* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
  * larger value, so it never undoes a reset except with a value live at the reset itself. */
-static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned cohort) {
+static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
   if (LB_UNLIKELY(c->shared)) {
-    CountSharedAllocated(c, size, cohort);
+    CountSharedAllocated(c, size, book);
     return;
   }
-  Bump(&c->born_bytes[cohort], (int64_t)size);
-  Bump(&c->born_blocks[cohort], 1);
+  Bump(&c->born_bytes[book], (int64_t)size);
+  Bump(&c->born_blocks[book], 1);
   int64_t live = Load(&c->live_bytes) + (int64_t)size;
   atomic_store_explicit(&c->live_bytes, live, memory_order_relaxed);
   if (live > Load(&c->peak_bytes))
@@ -285,13 +293,13 @@ static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned coh
   Bump(&c->total_bytes, (int64_t)size);
 }
 
-static inline void CountFreed(ThreadCounters *c, uint64_t size, unsigned cohort) {
+static inline void CountFreed(ThreadCounters *c, uint64_t size, unsigned book) {
   if (LB_UNLIKELY(c->shared)) {
-    CountSharedFreed(c, size, cohort);
+    CountSharedFreed(c, size, book);
     return;
   }
-  Bump(&c->freed_bytes[cohort], (int64_t)size);
-  Bump(&c->freed_blocks[cohort], 1);
+  Bump(&c->freed_bytes[book], (int64_t)size);
+  Bump(&c->freed_blocks[book], 1);
   Bump(&c->live_bytes, -(int64_t)size);
   Bump(&c->frees, 1);
 }
@@ -443,7 +451,7 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uin
     atomic_store_explicit(&record->word, kEmpty, memory_order_relaxed);
     const uintptr_t stale_address =
         (key & ~kGranuleMask) | (uintptr_t)(((stale >> kOffsetShift) & 3) << 3);
-    CountFreed(c, SizeOf(stale, stale_address), CohortOf(clock, StampOf(stale)));
+    CountFreed(c, SizeOf(stale, stale_address), Book(clock, CohortOf(clock, StampOf(stale))));
   }
   uint64_t size_field = size;
   if (LB_UNLIKELY(size > kInlineSizeMax)) {
@@ -467,7 +475,7 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
     CountUntracked(c);
     return 0;
   }
-  CountAllocated(c, size, BirthCohort(clock));
+  CountAllocated(c, size, BirthBook(clock));
   return 1 + (int)(c - g_threads);
 }
 
@@ -487,7 +495,7 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
         const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
         atomic_store_explicit(&record->word, Pack(key, size, site, CurrentEpoch(clock)),
                               memory_order_relaxed);
-        CountAllocated(c, size, BirthCohort(clock));
+        CountAllocated(c, size, BirthBook(clock));
         return 1 + (int)(c - g_threads);
       }
     }
@@ -502,8 +510,8 @@ int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
 void LeakboundHeapOnAlloc(const void *block, uint64_t size) { (void)OnAlloc(block, size, 0); }
 
 static inline void CountTakenFreed(ThreadCounters *c, uint64_t size, unsigned epoch) {
-  CountFreed(c, size,
-             CohortOf(atomic_load_explicit(&g_census_clock, memory_order_relaxed), epoch));
+  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+  CountFreed(c, size, Book(clock, CohortOf(clock, epoch)));
 }
 
 static __attribute__((noinline)) void OnFreeSlow(uint64_t size, unsigned epoch) {
@@ -553,7 +561,7 @@ void LeakboundHeapPutBack(const void *block, LeakboundHeapTaken taken) {
   if (!RecordPut(c, (uintptr_t)block, taken.size, taken.site, taken.epoch, clock)) {
     /* Only when the large table is full (the block's chunk was mapped when it was recorded):
      * leaves the books. */
-    CountFreed(c, taken.size, CohortOf(clock, taken.epoch));
+    CountFreed(c, taken.size, Book(clock, CohortOf(clock, taken.epoch)));
     atomic_store_explicit(&g_degraded, 1, memory_order_relaxed);
   }
 }
@@ -637,21 +645,25 @@ int leakbound_heap_counting(void) { return !atomic_load(&g_paused); }
 
 /* ---- the census (leakbound/watch/heap.h) ------------------------------------------------ */
 
-/* The born and freed sums per cohort over the slots; each slot's born before its freed, so that a
- * block allocated and freed during the read can only hide (clamped below), never add a survivor. */
-static void SumCohorts(leakbound_heap_cohort *born, leakbound_heap_cohort *freed) {
+/* The born and freed sums per cohort over the slots, in the books of `clock`'s generation: every
+ * slot's born sums before any slot's freed ones, so that a block made and freed (on any two
+ * slots) during the read can only hide a survivor from this census, never add one. */
+static void SumCohorts(uint64_t clock, leakbound_heap_cohort *born, leakbound_heap_cohort *freed) {
   memset(born, 0, sizeof(leakbound_heap_cohort) * kCohorts);
   memset(freed, 0, sizeof(leakbound_heap_cohort) * kCohorts);
+  const unsigned base = Book(clock, 0);
   int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
   for (int i = 0; i < used; ++i) {
     for (int k = 0; k < kCohorts; ++k) {
-      born[k].bytes += Load(&g_threads[i].born_bytes[k]);
-      born[k].blocks += Load(&g_threads[i].born_blocks[k]);
+      born[k].bytes += Load(&g_threads[i].born_bytes[base + k]);
+      born[k].blocks += Load(&g_threads[i].born_blocks[base + k]);
     }
-    atomic_thread_fence(memory_order_acquire);
+  }
+  atomic_thread_fence(memory_order_acquire);
+  for (int i = 0; i < used; ++i) {
     for (int k = 0; k < kCohorts; ++k) {
-      freed[k].bytes += Load(&g_threads[i].freed_bytes[k]);
-      freed[k].blocks += Load(&g_threads[i].freed_blocks[k]);
+      freed[k].bytes += Load(&g_threads[i].freed_bytes[base + k]);
+      freed[k].blocks += Load(&g_threads[i].freed_blocks[base + k]);
     }
   }
 }
@@ -660,8 +672,9 @@ void leakbound_heap_census_start(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
   /* A block of the old generation is freed into the older cohort from the moment the clock
    * moves (so first), and the sums of the cohorts then are the new census's origin. */
-  atomic_store(&g_census_clock, (uint64_t)((((unsigned)clock >> 8) + 1) & 0xff) << 8);
-  SumCohorts(g_born_origin, g_census_origin);
+  const uint64_t started = (uint64_t)((((unsigned)clock >> 8) + 1) & 0xff) << 8;
+  atomic_store(&g_census_clock, started);
+  SumCohorts(started, g_born_origin, g_census_origin);
 }
 
 int leakbound_heap_next_cohort(void) {
@@ -676,7 +689,7 @@ int leakbound_heap_cohort_now(void) { return (int)(atomic_load(&g_census_clock) 
 
 int leakbound_heap_census(leakbound_heap_cohort *out, int capacity) {
   leakbound_heap_cohort born[kCohorts], freed[kCohorts];
-  SumCohorts(born, freed);
+  SumCohorts(atomic_load(&g_census_clock), born, freed);
   const int count = leakbound_heap_cohort_now() + 1;
   for (int k = 0; k < count && k < capacity; ++k) {
     out[k].bytes = (born[k].bytes - g_born_origin[k].bytes) - (freed[k].bytes - g_census_origin[k].bytes);
