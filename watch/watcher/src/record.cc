@@ -314,6 +314,14 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       connections.push_back({fd, job.images.size() - 1});
     }
   };
+  // While the program runs and watch holds the terminal's foreground, it goes to the program's
+  // group, which is continued (a process of it that read the terminal in the background stopped
+  // there, and only the first process's stops reach watch). True when it was handed on.
+  const auto hand_on = [&] {
+    if (root_done || !terminal.GiveTo(child)) return false;
+    ::kill(-child, SIGCONT);
+    return true;
+  };
   const auto forward = [&](int s) {
     if (forwarded_first == 0) forwarded_first = s;
     forwarded_mask |= 1ull << s;
@@ -354,10 +362,8 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       scan();
       last_scan = now;
       // A shell's fg of a job that bg had continued gives the terminal to watch's group and
-      // (bash) sends no SIGCONT: the program gets it on within a scan, and its group is
-      // continued (a process of it that read the terminal in the background stopped there, and
-      // only the first process's stops reach watch).
-      if (!root_done && terminal.GiveTo(child)) ::kill(-child, SIGCONT);
+      // (bash) sends no SIGCONT: the program gets it on within a scan.
+      hand_on();
     }
     for (size_t i = 2; i < fds.size(); ++i) {
       Connection &c = connections[i - 2];
@@ -394,7 +400,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       for (ssize_t i = 0; i < got; ++i) {
         if (bytes[i] == SIGCHLD) continue;
         if (bytes[i] == SIGCONT) {  // continued: the program gets the terminal if watch has it
-          if (!root_done && terminal.GiveTo(child)) ::kill(-child, SIGCONT);
+          hand_on();
           continue;
         }
         forward(bytes[i]);
@@ -411,12 +417,8 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
         // stopped; when the job is continued (fg: watch holds the terminal again, bg: it does
         // not), so is the program. Any other stop (SIGSTOP from a debugger) is the stopper's.
         const int stop = WSTOPSIG(status);
-        if ((stop == SIGTTIN || stop == SIGTTOU) && terminal.fd() >= 0 &&
-            ::tcgetpgrp(terminal.fd()) == ::getpgrp()) {
-          terminal.GiveTo(child);  // watch is in the foreground (fg after bg): hand it on
-          ::kill(-child, SIGCONT);
-          continue;
-        }
+        // Watch in the foreground (fg after bg): the terminal goes on to the program.
+        if ((stop == SIGTTIN || stop == SIGTTOU) && hand_on()) continue;
         if (terminal.fd() >= 0 && (stop == SIGTSTP || stop == SIGTTIN || stop == SIGTTOU)) {
           terminal.TakeBack(child);
           ::kill(0, SIGTSTP);  // discarded by the kernel in an orphaned group: then go on
