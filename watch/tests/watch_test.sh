@@ -54,6 +54,18 @@ on_pty() {
   PYTHONPATH=$(dirname "$0") python3 - "$@"
 }
 
+# expect_flat COUNTER [positive]: COUNTER holds one value at every step (and, with `positive`,
+# one above 0) in trace.json.
+expect_flat() {
+  python3 - "$out/trace.json" "$1" "${2:-}" <<'PY' || fail "$1 moved at a quiet point"
+import json, sys
+path, name, positive = sys.argv[1:]
+v = [c for c in json.load(open(path))["traces"][0]["counters"] if c["name"] == name][0]["values"]
+print("  %s at the steps: first %d, last %d, min %d, max %d" % (name, v[0], v[-1], min(v), max(v)))
+sys.exit(0 if min(v) == max(v) and (positive != "positive" or min(v) > 0) else 1)
+PY
+}
+
 expect_nothing_written() {
   [ ! -e "$out" ] || fail "$out was left behind by a refused command"
 }
@@ -300,13 +312,7 @@ case $case_name in
   many_threads_churn_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_many_threads" churn-clean 2000
     expect_verdict PASS host.heap_bytes
-    python3 - "$out/trace.json" <<'PY' || fail "host.heap_bytes moved at a quiet point"
-import json, sys
-t = json.load(open(sys.argv[1]))["traces"][0]
-v = [c for c in t["counters"] if c["name"] == "host.heap_bytes"][0]["values"]
-print("host.heap_bytes at the steps: min %d, max %d" % (min(v), max(v)))
-sys.exit(0 if min(v) == max(v) > 0 else 1)
-PY
+    expect_flat host.heap_bytes positive
     ;;
   many_threads_clean)
     # The same threads freeing all they allocate (some on another thread): flat, on the shared
@@ -315,13 +321,7 @@ PY
     expect_verdict PASS host.heap_bytes
     # The census alone would PASS a shared slot that never takes frees off its live bytes: the
     # exact counter itself must be flat at every step.
-    python3 - "$out/trace.json" <<'PY' || fail "host.heap_bytes moved at a quiet point"
-import json, sys
-t = json.load(open(sys.argv[1]))["traces"][0]
-v = [c for c in t["counters"] if c["name"] == "host.heap_bytes"][0]["values"]
-print("host.heap_bytes at the steps: min %d, max %d" % (min(v), max(v)))
-sys.exit(0 if min(v) == max(v) else 1)
-PY
+    expect_flat host.heap_bytes
     ;;
   many_sites_leak)
     # 17,408 call sites, past the site table's 16,384: the heap stays exact (40 B/step), the
@@ -376,13 +376,7 @@ PY
     # first at steps 102-1776 (four threads unmapping one mapping each took it off).
     watch_expect 0 -- "$(dirname "$c_steps")/watch_maps" clean 4000
     expect_verdict PASS host.mapped_bytes
-    python3 - "$out/trace.json" <<'PY' || fail "host.mapped_bytes moved in a program that unmaps all it maps"
-import json, sys
-c = [c for c in json.load(open(sys.argv[1]))["traces"][0]["counters"] if c["name"] == "host.mapped_bytes"][0]
-v = c["values"]
-print("host.mapped_bytes: first %d, last %d, min %d, max %d" % (v[0], v[-1], min(v), max(v)))
-sys.exit(0 if min(v) == max(v) else 1)
-PY
+    expect_flat host.mapped_bytes
     ;;
   threads_sites_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_threads" clean 200
