@@ -533,8 +533,11 @@ void LeakboundHeapOnFree(const void *block) {
 }
 
 LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
-  LeakboundHeapTaken taken = LeakboundHeapTake(block);
-  if (taken.found) {
+  LeakboundHeapTaken taken = {0, 0, 0, 0, 0};
+  /* RecordTake itself, not LeakboundHeapTake: that one stays out of line (its callers are many),
+   * and this is every free's path with call sites on. */
+  if (RecordTake((uintptr_t)block, &taken.size, &taken.site, &taken.epoch)) {
+    taken.found = 1;
     ThreadCounters *c = Counters();
     CountTakenFreed(c, taken.size, taken.epoch);
     taken.slot = c->shared ? 0 : 1 + (uint32_t)(c - g_threads);

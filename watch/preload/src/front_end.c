@@ -21,14 +21,20 @@
 #include "leakbound/watch/heap.h"
 #include "preload_internal.h"
 
+/* With call sites on: the site's lookup and books. Out of line, so that the hooks' path without
+ * call sites saves no register and keeps no frame. */
+static __attribute__((noinline)) void CountedAtSite(void* block, uint64_t size, uintptr_t pc) {
+  /* An excluded thread's allocation (the marker's) claims no site. */
+  uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
+  const int slot = LeakboundHeapOnAllocAt(block, size, site);
+  if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size);
+}
+
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
-  if (!g_leakbound_sites_on) {
-    LeakboundHeapOnAlloc(block, size);
+  if (__builtin_expect(g_leakbound_sites_on, 1)) {
+    CountedAtSite(block, size, pc);
   } else {
-    /* An excluded thread's allocation (the marker's) claims no site. */
-    uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
-    const int slot = LeakboundHeapOnAllocAt(block, size, site);
-    if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size);
+    LeakboundHeapOnAlloc(block, size);
   }
   LeakboundJobClockCheck(); /* after the record: a sample here sees this block */
 }
@@ -39,12 +45,16 @@ static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
   if (taken.site) LeakboundSiteFree(taken.site, slot, block, (int64_t)taken.size);
 }
 
+static __attribute__((noinline)) void UncountedAtSite(void* block) {
+  LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
+  if (taken.found && taken.site) {
+    LeakboundSiteFree(taken.site, taken.slot, block, (int64_t)taken.size);
+  }
+}
+
 static inline void Uncounted(void* block) {
-  if (g_leakbound_sites_on) {
-    LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
-    if (taken.found && taken.site) {
-      LeakboundSiteFree(taken.site, taken.slot, block, (int64_t)taken.size);
-    }
+  if (__builtin_expect(g_leakbound_sites_on, 1)) {
+    UncountedAtSite(block);
   } else {
     LeakboundHeapOnFree(block);
   }

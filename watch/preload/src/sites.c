@@ -163,7 +163,7 @@ static void Capture(SiteSamples* s, uintptr_t pc) {
 /* The hook's side, on a new block at a site the marker asked about: take the callers if no other
  * thread is taking them, then keep the block as a sample while there is room. With a Python
  * tracer present, nothing is taken until it traces (the line would be missing). */
-static void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
+static __attribute__((noinline, cold)) void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
   Site* s = &g_sites[slot];
   SiteSamples* cold = SamplesOf(slot);
   if (t_unwinding || cold == NULL) return;
@@ -191,7 +191,7 @@ static void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
   }
 }
 
-static void SampleFreed(size_t slot, void* block) {
+static __attribute__((noinline, cold)) void SampleFreed(size_t slot, void* block) {
   SiteSamples* cold = SamplesOf(slot);
   if (cold == NULL) return;
   for (int i = 0; i < LEAKBOUND_WATCH_SAMPLES; ++i) {
@@ -296,6 +296,26 @@ static inline int64_t LoadRelaxed(_Atomic int64_t* field) {
   return atomic_load_explicit(field, memory_order_relaxed);
 }
 
+/* Takes a thread's delta entry for site: the site it held is folded into its books first. Out of
+ * line (LTO inlined it into every hook, whose frame then saved every register). */
+static __attribute__((noinline)) void Claim(SiteDelta* d, uint32_t slot, uint32_t site) {
+  const uint32_t held = atomic_load_explicit(&d->site, memory_order_relaxed);
+  if (held != 0) { /* fold the other site's entry into it */
+    atomic_store_explicit(&d->site, 0, memory_order_relaxed);
+    Site* other = &g_sites[held - 1];
+    atomic_fetch_add_explicit(&other->bytes, LoadRelaxed(&d->bytes), memory_order_relaxed);
+    atomic_fetch_add_explicit(&other->allocations, LoadRelaxed(&d->allocations),
+                              memory_order_relaxed);
+    FoldRing* ring = &g_folds[slot - 1];
+    const uint64_t n = atomic_load_explicit(&ring->count, memory_order_relaxed);
+    atomic_store_explicit(&ring->sites[n % kFoldRing], held, memory_order_relaxed);
+    atomic_store_explicit(&ring->count, n + 1, memory_order_release);
+  }
+  atomic_store_explicit(&d->bytes, 0, memory_order_relaxed);
+  atomic_store_explicit(&d->allocations, 0, memory_order_relaxed);
+  atomic_store_explicit(&d->site, site, memory_order_relaxed);
+}
+
 /* Adds to site's books on the thread of core slot `slot` (LeakboundHeapOnAllocAt's value). */
 static inline void Book(uint32_t slot, uint32_t site, int64_t bytes, int64_t count) {
   if (__builtin_expect(slot <= 1 || slot > LEAKBOUND_HEAP_SLOTS, 0)) {
@@ -306,22 +326,8 @@ static inline void Book(uint32_t slot, uint32_t site, int64_t bytes, int64_t cou
     return;
   }
   SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
-  const uint32_t held = atomic_load_explicit(&d->site, memory_order_relaxed);
-  if (__builtin_expect(held != site, 0)) {
-    if (held != 0) { /* fold the other site's entry into it */
-      atomic_store_explicit(&d->site, 0, memory_order_relaxed);
-      Site* other = &g_sites[held - 1];
-      atomic_fetch_add_explicit(&other->bytes, LoadRelaxed(&d->bytes), memory_order_relaxed);
-      atomic_fetch_add_explicit(&other->allocations, LoadRelaxed(&d->allocations),
-                                memory_order_relaxed);
-      FoldRing* ring = &g_folds[slot - 1];
-      const uint64_t n = atomic_load_explicit(&ring->count, memory_order_relaxed);
-      atomic_store_explicit(&ring->sites[n % kFoldRing], held, memory_order_relaxed);
-      atomic_store_explicit(&ring->count, n + 1, memory_order_release);
-    }
-    atomic_store_explicit(&d->bytes, 0, memory_order_relaxed);
-    atomic_store_explicit(&d->allocations, 0, memory_order_relaxed);
-    atomic_store_explicit(&d->site, site, memory_order_relaxed);
+  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site, 0)) {
+    Claim(d, slot, site);
   }
   atomic_store_explicit(&d->bytes, LoadRelaxed(&d->bytes) + bytes, memory_order_relaxed);
   atomic_store_explicit(&d->allocations, LoadRelaxed(&d->allocations) + count,
