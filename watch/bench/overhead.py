@@ -107,6 +107,10 @@ def main():
     parser.add_argument("--pairs", type=int, default=20000000)
     parser.add_argument("--torch-steps", type=int, default=1500)
     parser.add_argument("--loader-steps", type=int, default=600)
+    parser.add_argument("--exact-counter", help="the reference exact counter (exact_counter.c "
+                        "built as a shared object), LD_PRELOADed as a variant of its own")
+    parser.add_argument("--forward-only", help="exact_counter.c built with -DFORWARD_ONLY: an "
+                        "LD_PRELOAD that only forwards (the floor of any interposer)")
     parser.add_argument("--memray-python", help="a python that imports memray and torch")
     parser.add_argument("--memray-skip", default="no --memray-python given")
     parser.add_argument("--only", default="malloc,threads,torch,lines,loader",
@@ -132,6 +136,13 @@ def main():
     heaptrack = None if args.no_heaptrack else shutil.which("heaptrack")
     heaptrack_cmd = lambda: [heaptrack, "-o", os.path.join(scratch, "ht")]
     notes, lines = [], []
+
+    def exact(cmd, env=None):
+        """The reference preloads' variants of cmd: forwarding only, the exact counter."""
+        refs = [("LD_PRELOAD that only forwards (the floor of any interposer)", args.forward_only),
+                ("exact counter (LD_PRELOAD, malloc_usable_size per thread, no records)",
+                 args.exact_counter)]
+        return [Variant(label, cmd, env=dict(env or {}, LD_PRELOAD=so)) for label, so in refs if so]
     if not heaptrack and not args.no_heaptrack:
         notes.append("heaptrack: skipped (not installed; apt-get install heaptrack)")
     if not args.memray_python:
@@ -146,20 +157,20 @@ def main():
     programs = []
     loop = [args.malloc_loop, str(args.pairs)]
     if "malloc" in only:
-        variants = [Variant("bare", loop),
-                    Variant("watch, call sites off", watch("--no-call-sites") + loop, ok=watch_ok),
-                    Variant("watch, call sites on", watch() + loop, ok=watch_ok)]
+        variants = [Variant("bare", loop)] + exact(loop) + [
+            Variant("watch, call sites off", watch("--no-call-sites") + loop, ok=watch_ok),
+            Variant("watch, call sites on", watch() + loop, ok=watch_ok)]
         if heaptrack:
             variants.append(Variant("heaptrack", heaptrack_cmd() + loop))
         programs.append(("malloc/free loop, %d M pairs, a step marker per 1,000 pairs"
                          % (args.pairs // 1000000), variants))
     threads = [args.malloc_threads, str(args.pairs)]
     if "threads" in only:
-        variants = [Variant("bare", threads),
-                    Variant("watch --interval 20ms, call sites off",
-                            watch("--interval", "20ms", "--no-call-sites") + threads, ok=watch_ok),
-                    Variant("watch --interval 20ms, call sites on",
-                            watch("--interval", "20ms") + threads, ok=watch_ok)]
+        variants = [Variant("bare", threads)] + exact(threads) + [
+            Variant("watch --interval 20ms, call sites off",
+                    watch("--interval", "20ms", "--no-call-sites") + threads, ok=watch_ok),
+            Variant("watch --interval 20ms, call sites on",
+                    watch("--interval", "20ms") + threads, ok=watch_ok)]
         if heaptrack:
             variants.append(Variant("heaptrack", heaptrack_cmd() + threads))
         programs.append(("malloc/free loop, 4 threads, %d M pairs in all, no markers"
@@ -169,12 +180,14 @@ def main():
     if "torch" in only:
         train = [args.python, mlp, "clean", "step_on", str(args.torch_steps)]
         variants = [Variant("bare", train),
-                    Variant("bare, PYTHONMALLOC=malloc", train, env={"PYTHONMALLOC": "malloc"}),
-                    Variant("watch, call sites off", watch(*step_on, "--no-call-sites") + train,
-                            ok=watch_ok),
-                    Variant("watch, call sites on", watch(*step_on) + train, ok=watch_ok),
-                    Variant("watch, call sites on, --keep-pymalloc",
-                            watch(*step_on, "--keep-pymalloc") + train, ok=watch_ok)]
+                    Variant("bare, PYTHONMALLOC=malloc", train, env={"PYTHONMALLOC": "malloc"})]
+        variants += exact(train, {"PYTHONMALLOC": "malloc"})
+        variants += [
+            Variant("watch, call sites off", watch(*step_on, "--no-call-sites") + train,
+                    ok=watch_ok),
+            Variant("watch, call sites on", watch(*step_on) + train, ok=watch_ok),
+            Variant("watch, call sites on, --keep-pymalloc",
+                    watch(*step_on, "--keep-pymalloc") + train, ok=watch_ok)]
         if heaptrack:
             variants.append(Variant("heaptrack", heaptrack_cmd() + train))
         if args.memray_python:
