@@ -116,6 +116,78 @@ CounterInfo InfoOf(const TraceCounter& c) {
   return {c.name, c.unit, c.exact, c.judged, false, c.peak_of};
 }
 
+// The census rule's outcomes as the report names them.
+std::string CensusOutcomeName(CensusOutcome outcome) {
+  switch (outcome) {
+    case CensusOutcome::kBounded: return "bounded";
+    case CensusOutcome::kGrowth: return "growth";
+    case CensusOutcome::kRecurring: return "recurring";
+    case CensusOutcome::kSettling: return "settling";
+    case CensusOutcome::kThinning: return "thinning";
+    case CensusOutcome::kOneTime: return "one-time";
+    case CensusOutcome::kTooFewBlocks: return "too few blocks";
+  }
+  return "bounded";
+}
+
+// The census of the rows of one key in a snapshot (call sites sharing a name summed), from the
+// latest first cohort among them; empty when a row of the key has none.
+std::vector<CensusCohort> RowCensus(const OutstandingSnapshot& snapshot,
+                                    const std::tuple<std::string, std::string, std::string>& k) {
+  std::map<std::int64_t, CensusCohort> by_step;
+  std::int64_t from = -2;
+  for (const OutstandingRow& row : snapshot.rows) {
+    if (std::tie(row.op, row.role, row.scope) != std::tie(std::get<0>(k), std::get<1>(k),
+                                                          std::get<2>(k)))
+      continue;
+    if (row.census.empty()) return {};
+    from = std::max(from, row.census.front().born_step);
+    for (const CensusCohort& c : row.census) {
+      CensusCohort& into = by_step[c.born_step];
+      into.born_step = c.born_step;
+      into.bytes += c.bytes;
+      into.blocks += c.blocks;
+    }
+  }
+  std::vector<CensusCohort> out;
+  for (const auto& [step, cohort] : by_step)
+    if (step >= from) out.push_back(cohort);
+  return out;
+}
+
+// A row's own census judged as the exact counters' are (docs/verdicts.md, "Census"), over the
+// measured blocks it covers whole: a call site's census starts when watch first asked for its
+// callers, and the blocks before that are "before". Nothing when it has no census at the last
+// block end, or covers fewer than kCensusMinAgedBlocks + 1 blocks.
+std::optional<CensusJudgement> JudgeRowCensus(
+    const Trace& trace, const std::tuple<std::string, std::string, std::string>& k) {
+  const auto n = static_cast<std::size_t>(std::max(trace.steps_per_block, 1));
+  if (trace.outstanding.size() != static_cast<std::size_t>(trace.blocks) || trace.blocks < 1)
+    return std::nullopt;
+  const std::vector<CensusCohort> final_census = RowCensus(trace.outstanding.back(), k);
+  if (final_census.empty()) return std::nullopt;
+  // Blocks whose every cohort it books: from the first block starting at or after its first
+  // cohort's birth (the warm-up's cohorts count as before).
+  int skip = 0;
+  const std::int64_t from = final_census.front().born_step;
+  while (skip < trace.blocks &&
+         trace.warmup_steps + static_cast<std::int64_t>(skip) * static_cast<std::int64_t>(n) <
+             from)
+    ++skip;
+  const Schedule schedule{trace.warmup_steps + skip * static_cast<int>(n), trace.blocks - skip,
+                          static_cast<int>(n)};
+  if (schedule.blocks < kCensusMinAgedBlocks + 1) return std::nullopt;
+  std::vector<CensusCohort> previous;
+  std::vector<std::vector<CensusCohort>> block_ends(static_cast<std::size_t>(schedule.blocks - 1));
+  for (int b = 0; b + 1 < schedule.blocks; ++b) {
+    block_ends[static_cast<std::size_t>(b)] =
+        RowCensus(trace.outstanding[static_cast<std::size_t>(skip + b)], k);
+  }
+  previous = block_ends.back();
+  return JudgeCensus("call site", final_census, trace.outstanding.back().step, schedule, false,
+                     previous, block_ends);
+}
+
 // The rows of the last measured block end, with how each grew across the block ends: first those
 // that rose at every block end (survivors kept from every block; fastest growth first), then those
 // that grew from the first block end to the last without rising at every one (a start-up cache
@@ -170,7 +242,17 @@ std::vector<reports::Attribution> Attribute(const Trace& trace) {
     }
     const double growth = static_cast<double>(row.bytes) - static_cast<double>(bytes_in(0, k));
     if (last.step > first.step) a.bytes_per_step = growth / (last.step - first.step);
-    if (a.transitions > 0 && a.rose_at == a.transitions) {
+    bool grows = a.transitions > 0 && a.rose_at == a.transitions;
+    if (const std::optional<CensusJudgement> census = JudgeRowCensus(trace, k)) {
+      // Its own census decides (docs/watch.md, "Growing"): survivors from every aged block.
+      a.census = CensusOutcomeName(census->outcome);
+      a.survivor_bytes = census->survivor_bytes;
+      a.census_from_block = trace.blocks - static_cast<int>(census->survivor_bytes.size()) + 1;
+      grows = census->outcome == CensusOutcome::kGrowth ||
+              census->outcome == CensusOutcome::kRecurring;
+      if (grows) a.bytes_per_step = census->rate_per_step;
+    }
+    if (grows && a.bytes_per_step > 0) {
       growing.push_back(a);
     } else {
       (growth > 0 ? grew : steady).push_back(a);

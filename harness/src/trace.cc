@@ -134,6 +134,14 @@ TraceSubject SubjectFromJson(const Reader& in) {
   return s;
 }
 
+json CohortsToJson(const std::vector<CensusCohort>& cohorts) {
+  json out = json::array();
+  for (const CensusCohort& c : cohorts) {
+    out.push_back({{"born_step", c.born_step}, {"bytes", c.bytes}, {"blocks", c.blocks}});
+  }
+  return out;
+}
+
 json TraceToJson(const Trace& t) {
   json counters = json::array();
   for (const TraceCounter& c : t.counters) {
@@ -153,24 +161,22 @@ json TraceToJson(const Trace& t) {
   for (const OutstandingSnapshot& snap : t.outstanding) {
     json rows = json::array();
     for (const OutstandingRow& r : snap.rows) {
-      rows.push_back({{"op", r.op},
-                      {"role", r.role},
-                      {"scope", r.scope},
-                      {"bytes", r.bytes},
-                      {"allocations", r.allocations},
-                      {"oldest_step", r.oldest_step},
-                      {"newest_step", r.newest_step}});
+      json row{{"op", r.op},
+               {"role", r.role},
+               {"scope", r.scope},
+               {"bytes", r.bytes},
+               {"allocations", r.allocations},
+               {"oldest_step", r.oldest_step},
+               {"newest_step", r.newest_step}};
+      if (!r.census.empty()) row["census"] = CohortsToJson(r.census);
+      rows.push_back(std::move(row));
     }
     outstanding.push_back({{"step", snap.step}, {"rows", std::move(rows)}});
   }
   json census = json::array();
   for (const CensusSnapshot& snap : t.census) {
-    json cohorts = json::array();
-    for (const CensusCohort& c : snap.cohorts) {
-      cohorts.push_back({{"born_step", c.born_step}, {"bytes", c.bytes}, {"blocks", c.blocks}});
-    }
     census.push_back(
-        {{"counter", snap.counter}, {"step", snap.step}, {"cohorts", std::move(cohorts)}});
+        {{"counter", snap.counter}, {"step", snap.step}, {"cohorts", CohortsToJson(snap.cohorts)}});
   }
   json j{{"subject", SubjectToJson(t.subject)},
          {"warmup_steps", t.warmup_steps},
@@ -189,6 +195,24 @@ json TraceToJson(const Trace& t) {
          {"ended_early", t.ended_early}};
   if (t.peak_bound_bytes) j["peak_bound_bytes"] = *t.peak_bound_bytes;
   return j;
+}
+
+// Cohorts born in increasing steps from -1 up to the census's step (`field` of `o`).
+std::vector<CensusCohort> CohortsFromJson(const Reader& o, const char* field, int census_step) {
+  std::vector<CensusCohort> out;
+  const json& cohorts = o.Array(field);
+  for (std::size_t k = 0; k < cohorts.size(); ++k) {
+    const Reader c(cohorts[k], o.Child(field) + "[" + std::to_string(k) + "]", o.source());
+    CensusCohort cohort{c.Int64("born_step"), c.UInt64("bytes"), c.UInt64("blocks")};
+    if (cohort.born_step < -1 || cohort.born_step > census_step ||
+        (!out.empty() && cohort.born_step <= out.back().born_step)) {
+      c.Fail(c.Child("born_step"),
+             "is " + std::to_string(cohort.born_step) +
+                 "; cohorts are born in increasing steps from -1 up to the census's step");
+    }
+    out.push_back(cohort);
+  }
+  return out;
 }
 
 Trace TraceFromJson(const Reader& in, int schema_version) {
@@ -264,9 +288,11 @@ Trace TraceFromJson(const Reader& in, int schema_version) {
     const json& rows = o.Array("rows");
     for (std::size_t k = 0; k < rows.size(); ++k) {
       const Reader r(rows[k], o.Child("rows") + "[" + std::to_string(k) + "]", in.source());
-      snap.rows.push_back({r.String("op"), r.String("role"), r.String("scope"), r.UInt64("bytes"),
-                           r.UInt64("allocations"), r.Int64("oldest_step"),
-                           r.Int64("newest_step")});
+      OutstandingRow row{r.String("op"),          r.String("role"),        r.String("scope"),
+                         r.UInt64("bytes"),       r.UInt64("allocations"), r.Int64("oldest_step"),
+                         r.Int64("newest_step")};
+      if (r.Has("census")) row.census = CohortsFromJson(r, "census", snap.step);
+      snap.rows.push_back(std::move(row));
     }
     t.outstanding.push_back(std::move(snap));
   }
@@ -288,19 +314,7 @@ Trace TraceFromJson(const Reader& in, int schema_version) {
                                       "; censuses are in step order");
         }
       }
-      const json& cohorts = o.Array("cohorts");
-      for (std::size_t k = 0; k < cohorts.size(); ++k) {
-        const Reader c(cohorts[k], o.Child("cohorts") + "[" + std::to_string(k) + "]",
-                       in.source());
-        CensusCohort cohort{c.Int64("born_step"), c.UInt64("bytes"), c.UInt64("blocks")};
-        if (cohort.born_step < -1 || cohort.born_step > snap.step ||
-            (!snap.cohorts.empty() && cohort.born_step <= snap.cohorts.back().born_step)) {
-          c.Fail(c.Child("born_step"),
-                 "is " + std::to_string(cohort.born_step) +
-                     "; cohorts are born in increasing steps from -1 up to the census's step");
-        }
-        snap.cohorts.push_back(cohort);
-      }
+      snap.cohorts = CohortsFromJson(o, "cohorts", snap.step);
       t.census.push_back(std::move(snap));
     }
   }

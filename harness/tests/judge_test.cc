@@ -7,6 +7,8 @@
 
 #include <functional>
 
+#include "leakbound/reports/format.h"
+
 namespace leakbound::harness {
 namespace {
 
@@ -240,6 +242,84 @@ TEST(Judge, Attribution_RowsSharingAName_AreMergedBeforeTheirGrowthIsRead) {
   EXPECT_DOUBLE_EQ(r.attribution[0].bytes_per_step, 10.0 / (2 * kSteps));
 }
 
+// A row's own census (a watched call site's, SITE_CENSUS) at each block end: survivors by block
+// of birth, cohorts one per block from `from_block` (0-based), plus the warm-up's.
+std::vector<CensusCohort> RowCensusAt(int block_end, const std::vector<std::uint64_t>& kept,
+                                      int from_block = 0) {
+  std::vector<CensusCohort> cohorts;
+  if (from_block == 0) cohorts.push_back({-1, 512, 4});
+  for (int k = from_block; k <= block_end; ++k) {
+    cohorts.push_back({kWarmup + k * kSteps, kept[static_cast<std::size_t>(k)],
+                       kept[static_cast<std::size_t>(k)] / 32});
+  }
+  return cohorts;
+}
+
+// The census decides whether a row grows. "ws": a working set whose live bytes happened to rise at
+// every block end, survivors only from the block in flight: not growing. "leak": 24 B/step from
+// every block, beside a working set whose fall at one block end used to hide it (rose at 2 of 3):
+// growing, at its census rate, first. "old": no census, rose at every block end: the rule without
+// one.
+TEST(Judge, Attribution_RowCensus_DecidesGrowthInsteadOfTheRise) {
+  Trace t = GpuTrace(false, Flat(0), Flat(0), Flat(0), Flat(0));
+  const std::uint64_t per_block = 24 * kSteps;
+  const std::uint64_t ws_live[] = {1000, 1200, 1300, 1700};
+  const std::uint64_t leak_live[] = {4000, 3000, 5000, 6000};  // fell once: a working set beside
+  for (int b = 0; b < kBlocks; ++b) {
+    const int end = kWarmup + (b + 1) * kSteps - 1;
+    std::vector<std::uint64_t> ws_kept(kBlocks, 0), leak_kept(kBlocks, per_block);
+    ws_kept[static_cast<std::size_t>(b)] = ws_live[b];  // only the block in flight
+    OutstandingSnapshot snapshot{end, {}};
+    OutstandingRow ws{"ws", "heap", "none", ws_live[b], 10, kWarmup, end};
+    ws.census = RowCensusAt(b, ws_kept);
+    OutstandingRow leak{"leak", "heap", "none", leak_live[b], 40, kWarmup, end};
+    leak.census = RowCensusAt(b, leak_kept);
+    snapshot.rows = {ws, leak, {"old", "heap", "none", 100u * (b + 1), 1u + b, kWarmup, end}};
+    t.outstanding.push_back(snapshot);
+  }
+  const auto r = Judge(t);
+  ASSERT_EQ(r.attribution.size(), 3u);
+  EXPECT_EQ(r.attribution[0].op, "leak");
+  EXPECT_TRUE(reports::Grows(r.attribution[0]));
+  EXPECT_EQ(r.attribution[0].census, "growth");
+  EXPECT_EQ(r.attribution[0].rose_at, 2);
+  EXPECT_DOUBLE_EQ(r.attribution[0].bytes_per_step, 24.0);
+  EXPECT_EQ(r.attribution[0].survivor_bytes.size(), static_cast<std::size_t>(kBlocks));
+  EXPECT_EQ(r.attribution[1].op, "old");  // 100 B a block: 12.5 B/step
+  EXPECT_TRUE(reports::Grows(r.attribution[1]));
+  EXPECT_EQ(r.attribution[1].census, "");
+  EXPECT_EQ(r.attribution[2].op, "ws");
+  EXPECT_EQ(r.attribution[2].rose_at, 3);
+  EXPECT_FALSE(reports::Grows(r.attribution[2]));
+  EXPECT_EQ(r.attribution[2].census, "bounded");
+}
+
+// A census that began after block 1 (the site was asked for late) is judged over the blocks it
+// covers whole, and says from which; with fewer than three such blocks, the rise decides.
+TEST(Judge, Attribution_RowCensusStartedLate_IsJudgedOnTheBlocksItCovers) {
+  for (const int from : {1, 2}) {
+    Trace t = GpuTrace(false, Flat(0), Flat(0), Flat(0), Flat(0));
+    for (int b = 0; b < kBlocks; ++b) {
+      const int end = kWarmup + (b + 1) * kSteps - 1;
+      OutstandingRow row{"late", "heap", "none", 64u * (b + 1), 2u * (b + 1), kWarmup, end};
+      if (b >= from) row.census = RowCensusAt(b, std::vector<std::uint64_t>(kBlocks, 64), from);
+      t.outstanding.push_back({end, {row}});
+    }
+    const auto r = Judge(t);
+    ASSERT_EQ(r.attribution.size(), 1u);
+    if (from == 1) {
+      EXPECT_EQ(r.attribution[0].census, "growth");
+      EXPECT_EQ(r.attribution[0].census_from_block, 2);
+      EXPECT_EQ(r.attribution[0].survivor_bytes.size(), 3u);
+      EXPECT_DOUBLE_EQ(r.attribution[0].bytes_per_step, 8.0);
+    } else {
+      EXPECT_EQ(r.attribution[0].census, "");  // two blocks: the census cannot decide
+      EXPECT_EQ(r.attribution[0].rose_at, 3);
+    }
+    EXPECT_TRUE(reports::Grows(r.attribution[0]));
+  }
+}
+
 TEST(TraceFile, RoundTrip_IsExact) {
   TraceFile file;
   file.meta.device_class = "cpu";
@@ -247,6 +327,7 @@ TEST(TraceFile, RoundTrip_IsExact) {
   file.noise_floors["host.malloc_arena_bytes"] = {64.5, 65536};
   Trace t = GpuTrace(true, Growing(1 << 20, 4096), Flat(0), Flat(0), Flat(0));
   t.outstanding.push_back({11, {{"matmul", "value", "step", 4096, 2, 3, 11}}});
+  t.outstanding.back().rows[0].census = {{-1, 100, 1}, {4, 4096, 2}};
   t.peak_bound_bytes = 123;
   t.subject.peak_budget_bytes = 8 << 20;
   t.confirmation_blocks = 0;

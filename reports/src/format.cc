@@ -249,14 +249,32 @@ std::string GrowthText(const WorkloadResult& workload) {
 }
 
 bool Grows(const Attribution& row) {
+  if (!row.census.empty()) {  // its own census decides
+    return (row.census == "growth" || row.census == "recurring") && row.bytes_per_step > 0;
+  }
   return row.transitions > 0 && row.rose_at == row.transitions && row.bytes_per_step > 0;
+}
+
+std::string FormatRowCensus(const Attribution& row) {
+  if (row.census.empty()) return "-";
+  std::string text = row.census + ":";
+  int block = row.census_from_block;
+  for (const double bytes : row.survivor_bytes) {
+    text += (block == row.census_from_block ? " " : ", ") + FormatBytes(bytes);
+    ++block;
+  }
+  if (row.census_from_block > 1) text += " (blocks " + std::to_string(row.census_from_block) + "-)";
+  return text;
 }
 
 std::string TopOwnerText(const WorkloadResult& workload) {
   if (workload.attribution.empty()) return "";
   const Attribution& row = workload.attribution.front();
   std::string text = row.op + " (" + row.role + ", scope " + row.scope + "): ";
-  if (Grows(row)) {
+  if (Grows(row) && !row.census.empty()) {
+    text += FormatRate(row.bytes_per_step, "bytes", true) + ", survivors by block " +
+            FormatRowCensus(row).substr(row.census.size() + 2) + "; ";
+  } else if (Grows(row)) {
     text += FormatRate(row.bytes_per_step, "bytes", true) + ", rose at " + FormatRoseAt(row) +
             " block ends; ";
   }

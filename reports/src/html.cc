@@ -285,9 +285,9 @@ void AppendAttributionTable(const WorkloadResult& workload, std::string& out) {
     return;
   }
   out += "<table>";
-  out += HeaderRow({"Op", "Role", "Scope", "Growth", "Rose at", "Bytes", "Allocations",
-                    "Age (steps)"},
-                   {false, false, false, true, true, true, true, true});
+  out += HeaderRow({"Op", "Role", "Scope", "Growth", "Rose at", "Census (survivors by block)",
+                    "Bytes", "Allocations", "Age (steps)"},
+                   {false, false, false, true, true, false, true, true, true});
   for (const Attribution& row : workload.attribution) {
     out += "<tr>";
     out += Cell("<code>" + EscapeHtml(row.op) + "</code>");
@@ -298,6 +298,7 @@ void AppendAttributionTable(const WorkloadResult& workload, std::string& out) {
                     : std::string("-"),
                 true);
     out += Cell(EscapeHtml(FormatRoseAt(row)), true);
+    out += Cell(EscapeHtml(FormatRowCensus(row)));
     out += Cell(EscapeHtml(FormatBytes(static_cast<double>(row.bytes))), true);
     out += Cell(EscapeHtml(FormatCount(static_cast<double>(row.allocations))), true);
     out += Cell(EscapeHtml(FormatAgeSteps(row)), true);

@@ -119,6 +119,11 @@ Json WorkloadToJson(const WorkloadResult& workload) {
     entry["rose_at"] = row.rose_at;
     entry["transitions"] = row.transitions;
     if (!row.stack.empty()) entry["stack"] = row.stack;
+    if (!row.census.empty()) {
+      entry["census"] = row.census;
+      entry["survivor_bytes"] = NumberArray<Json>(row.survivor_bytes);
+      entry["census_from_block"] = row.census_from_block;
+    }
     attribution.push_back(std::move(entry));
   }
   json["attribution"] = std::move(attribution);
@@ -500,6 +505,17 @@ Attribution ReadAttribution(const FieldReader& in) {
       in.OutOfRange("rose_at", "at most transitions (" + std::to_string(row.transitions) +
                                    "), got " + std::to_string(row.rose_at));
     }
+  }
+  if (in.Has("census")) {
+    row.census = in.String("census");
+    static const std::set<std::string> kOutcomes = {"growth",   "recurring", "bounded",
+                                                    "one-time", "settling",  "thinning"};
+    if (!kOutcomes.contains(row.census)) {
+      in.OutOfRange("census", "one of growth, recurring, bounded, one-time, settling, thinning, "
+                              "got \"" + row.census + "\"");
+    }
+    row.survivor_bytes = in.DoubleArray("survivor_bytes");
+    row.census_from_block = in.IntAtLeast("census_from_block", 1);
   }
   if (in.Has("stack")) {
     row.stack = in.StringArray("stack");

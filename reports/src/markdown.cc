@@ -207,16 +207,19 @@ void AppendWorkloadDetail(const WorkloadResult& workload, std::string& out) {
     out += "Nothing attributed as outstanding at the last block end.\n\n";
     return;
   }
-  out += "Growing and outstanding at the last block end (growing: live bytes rose at every block "
-         "end, fastest first):\n\n";
+  out += "Growing and outstanding at the last block end (growing: survivors from every block in "
+         "the row's own census where it has one, else live bytes rose at every block end; "
+         "fastest first):\n\n";
   AppendHeader(out,
-               {"Op", "Role", "Scope", "Growth", "Rose at", "Bytes", "Allocations", "Age (steps)"},
-               {false, false, false, true, true, true, true, true});
+               {"Op", "Role", "Scope", "Growth", "Rose at", "Census (survivors by block)", "Bytes",
+                "Allocations", "Age (steps)"},
+               {false, false, false, true, true, false, true, true, true});
   for (const Attribution& row : workload.attribution) {
     AppendRow(out, {MarkdownEscape(row.op), MarkdownEscape(row.role), MarkdownEscape(row.scope),
                     row.bytes_per_step > 0 ? FormatRate(row.bytes_per_step, "bytes", true)
                                            : std::string("-"),
-                    FormatRoseAt(row), FormatBytes(static_cast<double>(row.bytes)),
+                    FormatRoseAt(row), MarkdownEscape(FormatRowCensus(row)),
+                    FormatBytes(static_cast<double>(row.bytes)),
                     FormatCount(static_cast<double>(row.allocations)), FormatAgeSteps(row)});
   }
   out += "\n";

@@ -132,7 +132,7 @@ TEST(ReportHtmlTest, Cards_ShowEvidenceCounterVerdictsAndAttribution) {
             std::string::npos);
   EXPECT_NE(html.find("<td><code>matmul</code></td><td>value</td><td>manual</td>"
                       "<td class=\"num\">+65536 B/step</td><td class=\"num\">3 of 3</td>"
-                      "<td class=\"num\">3.00 MiB</td><td class=\"num\">48</td>"
+                      "<td>-</td><td class=\"num\">3.00 MiB</td><td class=\"num\">48</td>"
                       "<td class=\"num\">1-48</td>"),
             std::string::npos);
   EXPECT_NE(

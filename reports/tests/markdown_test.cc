@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "leakbound/reports/format.h"
 #include "leakbound/reports/html.h"
 #include "sample_report.h"
 
@@ -143,11 +144,38 @@ TEST(ReportMarkdownTest, Details_OnlyForWorkloadsThatDidNotPassOrMissed) {
       Contains(markdown, "| tracking.outstanding | unbounded-growth | 1/step | - | 0 | 48 | 72 |"));
   EXPECT_TRUE(Contains(
       markdown,
-      "| Op | Role | Scope | Growth | Rose at | Bytes | Allocations | Age (steps) |\n"));
-  EXPECT_TRUE(Contains(markdown,
-                       "| matmul | value | manual | +65536 B/step | 3 of 3 | 3.00 MiB | 48 | 1-48 |\n"));
+      "| Op | Role | Scope | Growth | Rose at | Census (survivors by block) | Bytes | Allocations "
+      "| Age (steps) |\n"));
+  EXPECT_TRUE(Contains(
+      markdown, "| matmul | value | manual | +65536 B/step | 3 of 3 | - | 3.00 MiB | 48 | 1-48 |\n"));
   // A row with no growth figures (one block end, an older report): dashes, not zeros.
-  EXPECT_TRUE(Contains(markdown, "| conv2d | workspace | none | - | - | 256.00 KiB | 1 | 200 |\n"));
+  EXPECT_TRUE(
+      Contains(markdown, "| conv2d | workspace | none | - | - | - | 256.00 KiB | 1 | 200 |\n"));
+}
+
+// A row with a census of its own: the census decides whether it grows, not rose_at, and the
+// table shows the outcome with the survivors by block.
+TEST(ReportMarkdownTest, Attribution_RowCensusDecidesGrowthAndIsShown) {
+  Report report = testing::MakeSampleReport();
+  Attribution* found = nullptr;  // the sample's matmul row: rose at every block end
+  for (WorkloadResult& w : report.workloads)
+    for (Attribution& a : w.attribution)
+      if (a.op == "matmul" && found == nullptr) found = &a;
+  ASSERT_NE(found, nullptr);
+  Attribution& row = *found;
+  ASSERT_TRUE(Grows(row));
+  row.census = "bounded";
+  row.survivor_bytes = {0, 0, 4096};
+  row.census_from_block = 2;
+  EXPECT_FALSE(Grows(row));  // ... but its census says bounded
+  EXPECT_TRUE(Contains(RenderMarkdown(report), "| bounded: 0 B, 0 B, 4.00 KiB (blocks 2-) |"));
+  row.census = "growth";
+  row.survivor_bytes = {1024, 1024, 1024};
+  row.census_from_block = 1;
+  EXPECT_TRUE(Grows(row));
+  EXPECT_EQ(FormatRowCensus(row), "growth: 1.00 KiB, 1.00 KiB, 1.00 KiB");
+  row.bytes_per_step = 0;
+  EXPECT_FALSE(Grows(row));  // a census that grows at no rate does not make a growing row
 }
 
 TEST(ReportMarkdownTest, Benchmarks_ListedWithUnits) {

@@ -191,6 +191,30 @@ case $case_name in
     [ "$inner" = "main c_steps.c:$line" ] || fail "first row's stack ends in '$inner', want main c_steps.c:$line"
     grep -q "<title>main c_steps.c:$line — +24 B/step (100.0%)</title>" "$out/report.html" || fail "no flame graph frame for c_steps.c:$line in report.html"
     ;;
+  c_regrow_leak)
+    # A buffer replaced every step, 64 B larger each time (live bytes rise at every block end, at
+    # 64 B/step), beside a 24 B/step leak. Each site's own census by birth block decides which
+    # grows: the leak's survivors come from every block, the buffer's from the last step only.
+    # Ranked on the rise alone (before the call-site census), the buffer was the first row.
+    watch_expect 1 -- "$c_steps" regrow-leak 300
+    expect_verdict unbounded-growth host.heap_bytes
+    expect_top_line - "$programs/c_steps.c" "malloc(3 * 8)"
+    python3 - "$out/report.json" "$programs/c_steps.c" <<'PY' || fail "the rows' censuses are not as planted"
+import json, sys
+w = json.load(open(sys.argv[1]))["workloads"][0]
+line = [n for n, t in enumerate(open(sys.argv[2]), 1) if "malloc(64 * (size_t)" in t][0]
+rows = {r["op"]: r for r in w["attribution"]}
+top = w["attribution"][0]
+if top.get("census") != "growth" or top["bytes_per_step"] != 24.0:
+    sys.exit("first row %s: census %s at %s B/step, want growth at exactly 24" % (top["op"], top.get("census"), top["bytes_per_step"]))
+regrow = [r for op, r in rows.items() if "c_steps.c:%d" % line in op]
+if not regrow or regrow[0].get("census") != "bounded" or regrow[0]["rose_at"] != regrow[0]["transitions"]:
+    sys.exit("the regrown buffer's row: %s; want census bounded, rising at every block end" % regrow)
+print("  %s: %s %s" % (top["op"], top["census"], top["survivor_bytes"]))
+print("  %s: %s %s" % (regrow[0]["op"], regrow[0]["census"], regrow[0]["survivor_bytes"]))
+PY
+    grep -q "| growth: " "$out/report.md" || fail "report.md shows no row census"
+    ;;
   c_recur_twice)
     # 1 KiB kept at steps 149 and 299 of 300: survivors from one aged block and none after it;
     # nothing can confirm a second firing in a watched program, so it is not a PASS.

@@ -466,7 +466,8 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uin
 
 /* The allocation path in general: slots to claim, tables to map, the shared slot, untracked
  * blocks. Out of line, so that the common path below calls nothing and saves no register. */
-static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t size, uint32_t site) {
+static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t size, uint32_t site,
+                                                unsigned *stamp) {
   ThreadCounters *c = CountingCounters();
   if (LB_UNLIKELY(c == NULL)) return 0;
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
@@ -476,12 +477,13 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
     return 0;
   }
   CountAllocated(c, size, BirthBook(clock));
+  *stamp = CurrentEpoch(clock);
   return 1 + (int)(c - g_threads);
 }
 
 /* The common path: a counting thread with its own slot, a mapped region, an empty record. The
- * census clock is read once and its low 16 bits are the block's birth stamp. */
-static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
+ * census clock is read once and its low 16 bits are the block's birth stamp (*stamp). */
+static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsigned *stamp) {
   ThreadCounters *c = t_state.counting;
   const uintptr_t key = (uintptr_t)block;
   const size_t region = RegionOf(key);
@@ -496,18 +498,32 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site) {
         atomic_store_explicit(&record->word, Pack(key, size, site, CurrentEpoch(clock)),
                               memory_order_relaxed);
         CountAllocated(c, size, BirthBook(clock));
+        *stamp = CurrentEpoch(clock);
         return 1 + (int)(c - g_threads);
       }
     }
   }
-  return OnAllocSlow(block, size, site);
+  return OnAllocSlow(block, size, site, stamp);
 }
 
 int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
-  return OnAlloc(block, size, site);
+  unsigned stamp;
+  return OnAlloc(block, size, site, &stamp);
 }
 
-void LeakboundHeapOnAlloc(const void *block, uint64_t size) { (void)OnAlloc(block, size, 0); }
+int LeakboundHeapOnAllocStamped(const void *block, uint64_t size, uint32_t site,
+                                unsigned *stamp) {
+  return OnAlloc(block, size, site, stamp);
+}
+
+void LeakboundHeapOnAlloc(const void *block, uint64_t size) {
+  unsigned stamp;
+  (void)OnAlloc(block, size, 0, &stamp);
+}
+
+unsigned LeakboundHeapEpochNow(void) {
+  return CurrentEpoch(atomic_load_explicit(&g_census_clock, memory_order_acquire));
+}
 
 static inline void CountTakenFreed(ThreadCounters *c, uint64_t size, unsigned epoch) {
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);

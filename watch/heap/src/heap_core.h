@@ -46,6 +46,13 @@ LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnAlloc(const void* block, uint64_t size
  * untracked), else the allocating thread's counter slot + 1 (1: the shared slot), so that
  * per-site books can follow the core's and be kept per thread like its counters. */
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocAt(const void* block, uint64_t size, uint32_t site);
+/* OnAllocAt that also says the block's birth stamp (when it returns non-zero): the census
+ * generation in bits 8..15 and the cohort in bits 0..7, as LeakboundHeapTaken.epoch gives it
+ * back at the free. For books by birth cohort kept beside the core's (the call-site census). */
+LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocStamped(const void* block, uint64_t size,
+                                                      uint32_t site, unsigned* stamp);
+/* The stamp a block allocated now would get (the census clock's generation and cohort). */
+LEAKBOUND_HEAP_HIDDEN unsigned LeakboundHeapEpochNow(void);
 /* A block about to be handed back to the allocator (call BEFORE the real free: once freed, the
  * address may be reused by another thread's malloc). Uncounted blocks are ignored. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnFree(const void* block);

@@ -26,8 +26,9 @@
 static __attribute__((noinline)) void CountedAtSite(void* block, uint64_t size, uintptr_t pc) {
   /* An excluded thread's allocation (the marker's) claims no site. */
   uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
-  const int slot = LeakboundHeapOnAllocAt(block, size, site);
-  if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size);
+  unsigned stamp = 0;
+  const int slot = LeakboundHeapOnAllocStamped(block, size, site, &stamp);
+  if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp);
 }
 
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
@@ -42,13 +43,13 @@ static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
 static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
   const uint32_t slot = LeakboundHeapForgetTaken(taken);
-  if (taken.site) LeakboundSiteFree(taken.site, slot, block, (int64_t)taken.size);
+  if (taken.site) LeakboundSiteFree(taken.site, slot, block, (int64_t)taken.size, taken.epoch);
 }
 
 static __attribute__((noinline)) void UncountedAtSite(void* block) {
   LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
   if (taken.found && taken.site) {
-    LeakboundSiteFree(taken.site, taken.slot, block, (int64_t)taken.size);
+    LeakboundSiteFree(taken.site, taken.slot, block, (int64_t)taken.size, taken.epoch);
   }
 }
 

@@ -263,6 +263,18 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
   if (g_site_batch.count == LEAKBOUND_WATCH_SITE_BATCH) SendSiteBatch();
 }
 
+/* One entry of a SITE_CENSUS batch (g_site_batch, seq already set by SendCensus). */
+static void AddSiteCohort(uint32_t site, uint32_t cohort, int64_t bytes, int64_t blocks,
+                          void *context) {
+  (void)context;
+  leakbound_watch_site_entry *entry = &g_site_batch.entries[g_site_batch.count++];
+  entry->site = site;
+  entry->reserved = cohort;
+  entry->bytes = (uint64_t)bytes;
+  entry->allocations = (uint64_t)blocks;
+  if (g_site_batch.count == LEAKBOUND_WATCH_SITE_BATCH) SendBatch(LEAKBOUND_WATCH_SITE_CENSUS);
+}
+
 /* The census after this sample (channel.h: census points): the non-empty cohorts in SITES-shaped
  * batches, then a new cohort begins for what the next step allocates. Under g_marker_lock. */
 static void SendCensus(uint64_t seq) {
@@ -285,6 +297,10 @@ static void SendCensus(uint64_t seq) {
     }
   }
   if (batch->count > 0 || !sent_any) SendBatch(LEAKBOUND_WATCH_CENSUS); /* even when empty */
+  if (g_leakbound_sites_on) {
+    LeakboundSitesCensus((unsigned)leakbound_heap_cohort_now(), AddSiteCohort, NULL);
+    if (batch->count > 0) SendBatch(LEAKBOUND_WATCH_SITE_CENSUS);
+  }
   leakbound_heap_next_cohort();
 }
 

@@ -21,9 +21,13 @@ LB_HIDDEN uint32_t LeakboundSiteFor(uintptr_t pc);
 /* A block of `bytes` allocated at / freed from site (the hooks, after the core's record): adds
  * to the site's survivors and, at a site the marker asked about, takes callers and samples.
  * slot: the thread's heap-core slot + 1 (LeakboundHeapOnAllocAt's value, LeakboundHeapTaken's
- * slot), whose per-thread books take the bytes; 0 or 1 (unknown, the shared slot): atomics. */
-LB_HIDDEN void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes);
-LB_HIDDEN void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes);
+ * slot), whose per-thread books take the bytes; 0 or 1 (unknown, the shared slot): atomics.
+ * stamp: the block's birth stamp (LeakboundHeapOnAllocStamped, LeakboundHeapTaken.epoch), for
+ * the census of a site that has one. */
+LB_HIDDEN void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes,
+                                  unsigned stamp);
+LB_HIDDEN void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
+                                 unsigned stamp);
 
 /* Reporting side (the marker, never a hook): visits every site whose survivors changed since
  * the previous visit; first_time is 1 the first time a site is visited. Not thread-safe: the
@@ -53,6 +57,13 @@ LB_HIDDEN int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out);
 LB_HIDDEN void LeakboundSitesWarmUp(void);
 LB_HIDDEN void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context);
 LB_HIDDEN uint64_t LeakboundSitesDropped(void);
+/* The censuses of the sites that have one (LEAKBOUND_WATCH_SITE_CENSUS): for each, a visit with
+ * cohort LEAKBOUND_WATCH_SITE_CENSUS_FROM (bytes: its first cohort), then one per non-empty
+ * cohort up to cohort_now (bytes and blocks born there, still live). Reporting side. */
+typedef void (*LeakboundSiteCensusVisitor)(uint32_t site, uint32_t cohort, int64_t bytes,
+                                           int64_t blocks, void* context);
+LB_HIDDEN void LeakboundSitesCensus(unsigned cohort_now, LeakboundSiteCensusVisitor visit,
+                                    void* context);
 /* Anonymous mappings so far that the mapping table did not count (front_end.c). */
 LB_HIDDEN uint64_t LeakboundMappedDropped(void);
 /* In a forked child: every site is named and sent again on its own connection. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "heap_core.h"
+#include "leakbound/watch/heap.h"
 #include "preload_internal.h"
 
 enum {
@@ -31,6 +32,7 @@ enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled, kReported
 typedef struct Site {
   _Atomic uintptr_t pc;
   _Atomic int frames_state; /* kFrames*: asked by the marker, taken by the next allocation */
+  _Atomic uint32_t census;  /* its SiteCensus + 1 (0: none) */
   _Atomic int64_t bytes;
   _Atomic int64_t allocations;
 } Site;
@@ -47,6 +49,27 @@ typedef struct SiteSamples {
 } SiteSamples;
 enum { kSampledSites = 4096 }; /* sites asked beyond these get no callers (their name stays) */
 
+/* The census of a site by birth (channel.h, LEAKBOUND_WATCH_SITE_CENSUS): for each cohort of the
+ * heap's census, the bytes and blocks the site allocated in it and those of them freed since,
+ * from the cohort after the marker asked for the site's callers (what it allocated before is not
+ * booked: its cohorts are unknown, not empty). A cohort is the record's birth stamp, so a block
+ * is booked born and freed in one cohort. Locked adds on shared lines: only these sites pay
+ * them, a pair per allocation and per free. */
+typedef struct SiteCohort {
+  _Atomic int64_t born_bytes;
+  _Atomic int64_t born_blocks;
+  _Atomic int64_t freed_bytes;
+  _Atomic int64_t freed_blocks;
+} SiteCohort;
+typedef struct SiteCensus {
+  unsigned generation; /* the heap census generation it books (a stamp's bits 8..15) */
+  unsigned first;      /* its first cohort */
+  uint32_t site;
+  SiteCohort cohorts[LEAKBOUND_HEAP_COHORTS];
+} SiteCensus;
+static SiteCensus g_site_census[LEAKBOUND_WATCH_SITE_CENSUSES]; /* 8 KiB each, touched when used */
+static uint32_t g_site_census_used; /* the marker's (under its lock) */
+
 /* The reporting side's books. */
 typedef struct SiteCold {
   _Atomic uint32_t samples; /* its SiteSamples + 1, set before the marker first asks; 0: none */
@@ -56,6 +79,7 @@ typedef struct SiteCold {
   int python_sent;
   int visits_sampling; /* visits since the callers were taken */
   int visits_full;     /* visits since its last sample was kept */
+  int census_asked;    /* a census was given it, or none was left */
   int64_t sent_bytes;
   int64_t sent_allocations;
 } SiteCold;
@@ -225,6 +249,19 @@ int LeakboundSiteFramesDue(uint32_t site) {
     if (g_samples_used == kSampledSites) return 0; /* the pool is spent: never asked */
     atomic_store_explicit(&s->samples, ++g_samples_used, memory_order_release);
   }
+  if (!s->census_asked) {
+    s->census_asked = 1;
+    if (g_site_census_used < LEAKBOUND_WATCH_SITE_CENSUSES) {
+      SiteCensus* census = &g_site_census[g_site_census_used++];
+      const unsigned now = LeakboundHeapEpochNow();
+      census->generation = (now >> 8) & 0xff;
+      census->first = (now & 0xff) + 1; /* the current cohort began before: its births are lost */
+      census->site = site;
+      /* Before the cohort moves (the marker's census point, later under the same lock): a thread
+       * that allocates in the first cohort sees the census (LeakboundSiteAlloc's fence). */
+      atomic_store_explicit(&g_sites[site - 1].census, g_site_census_used, memory_order_release);
+    }
+  }
   int none = kFramesNone;
   atomic_compare_exchange_strong(state, &none, kFramesWanted); /* ask once */
   if (atomic_load_explicit(state, memory_order_acquire) < kSampling) return 0;
@@ -334,20 +371,49 @@ static inline void Book(uint32_t slot, uint32_t site, int64_t bytes, int64_t cou
                         memory_order_relaxed);
 }
 
-void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes) {
+/* Books a block born (or freed) at a site with a census, in the cohort of its birth stamp. */
+static __attribute__((noinline)) void CensusBook(uint32_t census, unsigned stamp, int64_t bytes,
+                                                 int born) {
+  SiteCensus* c = &g_site_census[census - 1];
+  const unsigned cohort = stamp & 0xff;
+  if (((stamp >> 8) & 0xff) != c->generation || cohort < c->first ||
+      cohort >= LEAKBOUND_HEAP_COHORTS) {
+    return; /* born before its census began, or in an earlier generation (a fork's parent) */
+  }
+  SiteCohort* k = &c->cohorts[cohort];
+  if (born) {
+    atomic_fetch_add_explicit(&k->born_bytes, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->born_blocks, 1, memory_order_relaxed);
+  } else {
+    atomic_fetch_add_explicit(&k->freed_bytes, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->freed_blocks, 1, memory_order_relaxed);
+  }
+}
+
+void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes,
+                        unsigned stamp) {
   if (site == 0 || site > (1u << kSiteBits)) return;
   Book(slot, site, bytes, 1);
   Site* s = &g_sites[site - 1];
+  /* The core read the census clock (relaxed) for the stamp: a block stamped in a site's first
+   * cohort comes after the clock moved there, which the marker did after giving the census. */
+  atomic_thread_fence(memory_order_acquire);
+  const uint32_t census = atomic_load_explicit(&s->census, memory_order_relaxed);
+  if (__builtin_expect(census != 0, 0)) CensusBook(census, stamp, bytes, 1);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kFramesWanted || state == kSampling, 0)) {
     SampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), block, state);
   }
 }
 
-void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes) {
+void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
+                       unsigned stamp) {
   if (site == 0 || site > (1u << kSiteBits)) return;
   Book(slot, site, -bytes, -1);
   Site* s = &g_sites[site - 1];
+  /* A block in a census cohort was born after the census began (LeakboundSiteAlloc). */
+  const uint32_t census = atomic_load_explicit(&s->census, memory_order_relaxed);
+  if (__builtin_expect(census != 0, 0)) CensusBook(census, stamp, bytes, 0);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kSampling || state == kSampled, 0)) SampleFreed(site - 1, block);
 }
@@ -461,6 +527,26 @@ void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
   atomic_store_explicit(&g_sites_waiting, (int)g_waiting_count, memory_order_relaxed);
 }
 
+void LeakboundSitesCensus(unsigned cohort_now, LeakboundSiteCensusVisitor visit, void* context) {
+  for (uint32_t i = 0; i < g_site_census_used; ++i) {
+    SiteCensus* c = &g_site_census[i];
+    visit(c->site, LEAKBOUND_WATCH_SITE_CENSUS_FROM, c->first, 0, context);
+    /* Every cohort's births before any cohort's frees: a block born and freed while this reads
+     * can hide a survivor, never add one. */
+    int64_t born_bytes[LEAKBOUND_HEAP_COHORTS], born_blocks[LEAKBOUND_HEAP_COHORTS];
+    for (unsigned k = c->first; k <= cohort_now && k < LEAKBOUND_HEAP_COHORTS; ++k) {
+      born_bytes[k] = LoadRelaxed(&c->cohorts[k].born_bytes);
+      born_blocks[k] = LoadRelaxed(&c->cohorts[k].born_blocks);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    for (unsigned k = c->first; k <= cohort_now && k < LEAKBOUND_HEAP_COHORTS; ++k) {
+      const int64_t bytes = born_bytes[k] - LoadRelaxed(&c->cohorts[k].freed_bytes);
+      const int64_t blocks = born_blocks[k] - LoadRelaxed(&c->cohorts[k].freed_blocks);
+      if (bytes > 0 || blocks > 0) visit(c->site, k, bytes > 0 ? bytes : 0, blocks > 0 ? blocks : 0, context);
+    }
+  }
+}
+
 uint64_t LeakboundSitesDropped(void) { return atomic_load(&g_sites_dropped); }
 
 void LeakboundSitesForget(void) {
@@ -473,6 +559,8 @@ void LeakboundSitesForget(void) {
     g_cold[i].python_sent = 0;
     g_cold[i].visits_sampling = 0;
     g_cold[i].visits_full = 0;
+    g_cold[i].census_asked = 0;
+    atomic_store_explicit(&g_sites[i].census, 0, memory_order_relaxed);
     /* A forked child samples anew: the parent's samples are its blocks and its lines. Callers
      * already taken stay (the same code); a capture another thread was in is lost with it. */
     const int state = atomic_load_explicit(&g_sites[i].frames_state, memory_order_relaxed);
@@ -494,6 +582,9 @@ void LeakboundSitesForget(void) {
    * inherited from a traced step and traces again from its own steps (watch/python/leakbound). */
   atomic_store(&g_python_tracing, 0);
   atomic_store_explicit(&g_sites_waiting, 0, memory_order_relaxed);
+  /* The parent's site censuses are its blocks: the child's sites get theirs anew. */
+  memset(g_site_census, 0, sizeof(SiteCensus) * g_site_census_used);
+  g_site_census_used = 0;
   /* The next visit sees every site again (each is named anew), and rebuilds who waits. */
   g_full_visit = 1;
   memset(g_in_waiting, 0, sizeof g_in_waiting);

@@ -5,6 +5,7 @@
  * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval), recur (1 KiB
  * kept at steps 149 and 299 only), masked (1 KiB kept every step, a 1 MiB start-up cache dropped
  * at step 170), working-set (one buffer of random size 1..100 KB held across each step),
+ * regrow-leak (one buffer replaced every step, 64 bytes larger each time, beside the leak),
  * empty-message (clean, and an empty message written on watch's descriptor first) | bad-names
  * (clean, and three NAMES batches that do not add up written there first). */
 #include <time.h>
@@ -100,6 +101,13 @@ int main(int argc, char** argv) {
       free(held);
       held = malloc(1 + (size_t)(rand_r(&seed) % 100000));
       memset(held, 1, 1);
+    }
+    if (strcmp(mode, "regrow-leak") == 0) {
+      void* grown = malloc(64 * (size_t)(step + 1)); /* replaced every step, 64 B larger */
+      memset(grown, 1, 1);
+      free(held);
+      held = grown;
+      kept[step] = malloc(3 * 8); /* the leak beside it */
     }
     if (strcmp(mode, "leak") == 0 || strcmp(mode, "timer-leak") == 0) kept[step] = malloc(24);
     if (strncmp(mode, "timer-", 6) == 0) {

@@ -132,7 +132,7 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
   }
 }
 
-// A SITES or CENSUS message (channel.h): `count` entries after the record's
+// A SITES, CENSUS or SITE_CENSUS message (channel.h): `count` entries after the record's
 // head; its size must match.
 void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
                       WatchRecording &recording) {
@@ -151,6 +151,24 @@ void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
         continue;
       }
       recording.pending.census[entry.site] = {entry.bytes, entry.allocations};
+    }
+    return;
+  }
+  if (batch.kind == LEAKBOUND_WATCH_SITE_CENSUS) {
+    for (uint32_t i = 0; i < batch.count; ++i) {
+      const leakbound_watch_site_entry &entry = batch.entries[i];
+      auto &census = recording.pending.site_census;
+      if (entry.reserved == LEAKBOUND_WATCH_SITE_CENSUS_FROM && entry.bytes <= LEAKBOUND_HEAP_COHORTS) {
+        census[entry.site].first = static_cast<std::uint32_t>(entry.bytes);
+        continue;
+      }
+      const auto it = census.find(entry.site);  // its FROM entry comes first
+      if (it == census.end() || entry.reserved >= LEAKBOUND_HEAP_COHORTS ||
+          entry.reserved < it->second.first) {
+        ++recording.malformed_records;
+        continue;
+      }
+      it->second.cohorts[entry.reserved] = {entry.bytes, entry.allocations};
     }
     return;
   }
@@ -204,7 +222,8 @@ void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &re
       message.batch.magic == LEAKBOUND_WATCH_MAGIC &&
       message.batch.version == LEAKBOUND_WATCH_VERSION &&
       (message.batch.kind == LEAKBOUND_WATCH_SITES ||
-       message.batch.kind == LEAKBOUND_WATCH_CENSUS)) {
+       message.batch.kind == LEAKBOUND_WATCH_CENSUS ||
+       message.batch.kind == LEAKBOUND_WATCH_SITE_CENSUS)) {
     ConsumeSiteBatch(message.batch, size, recording);
   } else if (size >= offsetof(leakbound_watch_name_batch, bytes) &&
              message.names.magic == LEAKBOUND_WATCH_MAGIC &&

@@ -69,6 +69,10 @@ struct OutstandingRow {
   std::uint64_t allocations = 0;
   std::int64_t oldest_step = -1;  // step in which the oldest of these was made
   std::int64_t newest_step = -1;
+  // The row's own census by birth at this snapshot (a watched call site's, channel.h
+  // SITE_CENSUS): its survivors by the cohort they were born in, from the first cohort it books
+  // (what it allocated before is unknown, not absent). Empty: no census for this row.
+  std::vector<CensusCohort> census{};
   bool operator==(const OutstandingRow&) const = default;
 };
 

@@ -70,8 +70,11 @@ double SteadyValue(const WorkloadResult& workload, std::string_view counter);
 // workload; empty for a PASS.
 std::string GrowthText(const WorkloadResult& workload);
 
-// Whether a row grows: its live bytes rose at every measured block end (Attribution::rose_at).
+// Whether a row grows: its own census says growth or recurring (Attribution::census), or,
+// without one, its live bytes rose at every measured block end (Attribution::rose_at).
 bool Grows(const Attribution& row);
+// "growth: 2.3 KiB, 2.3 KiB, 2.4 KiB" (a row's census outcome and survivors by block), or "-".
+std::string FormatRowCensus(const Attribution& row);
 
 // The first attribution row, the top owner: "smallest_leak_flag (user, scope none): 112 B in 112
 // allocations", and for a growing one "... scope none): +24 B/step, rose at 2 of 2 block ends;

@@ -88,6 +88,14 @@ struct Attribution {
   // The call stack of a watched program's call site, outermost first ("train_step
   // torch_mlp.py:34", ..., "libtorch_cpu.so.1.13+0x317394a"); empty when none is known.
   std::vector<std::string> stack{};
+  // The row's own census by birth, where it has one (a watched call site that grew at three
+  // markers): what the census rule makes of it ("growth", "recurring", "bounded", "one-time",
+  // "settling", "thinning"; it decides whether the row grows, instead of rose_at), and its
+  // survivors at the last block end by the measured block they were born in, from block
+  // census_from_block (1-based: the blocks before it started are not counted). Empty: none.
+  std::string census{};
+  std::vector<double> survivor_bytes{};
+  int census_from_block = 1;
 
   bool operator==(const Attribution&) const = default;
 };

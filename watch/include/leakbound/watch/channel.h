@@ -84,8 +84,20 @@ typedef enum leakbound_watch_kind {
   /* A leakbound_watch_name_batch: the NAME text of several call sites, each sent once, before
    * the SITES message that holds its first entry (a PyTorch import names ~15,000 sites: one
    * message each cost a send and a descriptor check apiece, ~40 ms of start-up). */
-  LEAKBOUND_WATCH_NAMES = 16
+  LEAKBOUND_WATCH_NAMES = 16,
+  /* The census of one or more call sites, right after the process's CENSUS (same seq): a
+   * leakbound_watch_site_batch whose entries are (site: call-site id, reserved: cohort index,
+   * bytes, allocations: that site's blocks born in that cohort and still live). A site has a
+   * census once its survivors grew at LEAKBOUND_WATCH_FRAMES_AFTER markers (the sites whose
+   * callers are taken, up to LEAKBOUND_WATCH_SITE_CENSUSES of them), counted from the cohort
+   * after that; each of its censuses starts with an entry whose reserved is
+   * LEAKBOUND_WATCH_SITE_CENSUS_FROM and whose bytes is that first cohort, then its non-empty
+   * cohorts. */
+  LEAKBOUND_WATCH_SITE_CENSUS = 17
 } leakbound_watch_kind;
+
+#define LEAKBOUND_WATCH_SITE_CENSUS_FROM 0xffffffffu
+#define LEAKBOUND_WATCH_SITE_CENSUSES 64
 
 /* Callers kept per call site, and after how many markers with growth they are sent. */
 #define LEAKBOUND_WATCH_FRAMES 8

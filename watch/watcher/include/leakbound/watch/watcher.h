@@ -73,6 +73,13 @@ struct WatchSample {
   // the c-th census.
   bool has_census = false;
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> census;
+  // The censuses of call sites taken with it (SITE_CENSUS): per site, the first cohort it books
+  // and its non-empty cohorts from there (cohort index -> bytes, blocks).
+  struct SiteCensus {
+    std::uint32_t first = 0;
+    std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> cohorts;
+  };
+  std::map<std::uint32_t, SiteCensus> site_census;
 };
 
 struct SiteUpdate {
