@@ -243,7 +243,8 @@ std::vector<reports::Attribution> Attribute(const Trace& trace) {
     const double growth = static_cast<double>(row.bytes) - static_cast<double>(bytes_in(0, k));
     if (last.step > first.step) a.bytes_per_step = growth / (last.step - first.step);
     bool grows = a.transitions > 0 && a.rose_at == a.transitions;
-    if (const std::optional<CensusJudgement> census = JudgeRowCensus(trace, k)) {
+    const std::optional<CensusJudgement> census = JudgeRowCensus(trace, k);
+    if (census && census->outcome != CensusOutcome::kTooFewBlocks) {
       // Its own census decides (docs/watch.md, "Growing"): survivors from every aged block.
       a.census = CensusOutcomeName(census->outcome);
       a.survivor_bytes = census->survivor_bytes;

@@ -250,6 +250,15 @@ PY
     [ "$steps" = 200 ] || fail "$steps steps arrived, want 200"
     report_field "w['description']" | grep -q "3 malformed channel records dropped" || fail "the report does not count 3 malformed records"
     ;;
+  c_bad_site_census)
+    # SITE_CENSUS entries that do not fit (a cohort before its site's FROM entry, before the
+    # census began, past the last cohort) are dropped and counted; every step still arrives.
+    watch_expect 0 -- "$c_steps" bad-site-census 200
+    expect_verdict PASS host.heap_bytes
+    steps=$(python3 -c "import json; print(len(json.load(open('$out/trace.json'))['traces'][0]['counters'][0]['values']))")
+    [ "$steps" = 200 ] || fail "$steps steps arrived, want 200"
+    report_field "w['description']" | grep -q "3 malformed channel records dropped" || fail "the report does not count 3 malformed records"
+    ;;
   census_property)
     # The CI variant of the census property suite (watch/tests/census_property.py; the long one is
     # ci/census-property.sh): every class, 5 seeds, 3/5/8 blocks.

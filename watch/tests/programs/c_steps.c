@@ -7,7 +7,8 @@
  * at step 170), working-set (one buffer of random size 1..100 KB held across each step),
  * regrow-leak (one buffer replaced every step, 64 bytes larger each time, beside the leak),
  * empty-message (clean, and an empty message written on watch's descriptor first) | bad-names
- * (clean, and three NAMES batches that do not add up written there first). */
+ * (clean, and three NAMES batches that do not add up written there first) | bad-site-census
+ * (clean, and a SITE_CENSUS batch with three entries that do not fit written there first). */
 #include <time.h>
 #include <signal.h>
 #include <stddef.h>
@@ -58,20 +59,16 @@ int main(int argc, char** argv) {
   void** kept = calloc((size_t)steps + 1, sizeof(void*));
   void* cache = strcmp(mode, "masked") == 0 ? malloc(1 << 20) : NULL;
   void* held = NULL;
-  if (strcmp(mode, "empty-message") == 0) {
-    const int channel = WatchChannel();
-    if (channel < 0) {
-      fprintf(stderr, "c_steps: no connection to leakbound watch found\n");
-      return 3;
-    }
-    send(channel, "", 0, MSG_NOSIGNAL);
+  const int writes_on_channel = strcmp(mode, "empty-message") == 0 ||
+                                strcmp(mode, "bad-names") == 0 ||
+                                strcmp(mode, "bad-site-census") == 0;
+  const int channel = writes_on_channel ? WatchChannel() : -1;
+  if (writes_on_channel && channel < 0) {
+    fprintf(stderr, "c_steps: no connection to leakbound watch found\n");
+    return 3;
   }
+  if (strcmp(mode, "empty-message") == 0) send(channel, "", 0, MSG_NOSIGNAL);
   if (strcmp(mode, "bad-names") == 0) {
-    const int channel = WatchChannel();
-    if (channel < 0) {
-      fprintf(stderr, "c_steps: no connection to leakbound watch found\n");
-      return 3;
-    }
     static leakbound_watch_name_batch batch;
     batch.magic = LEAKBOUND_WATCH_MAGIC;
     batch.version = LEAKBOUND_WATCH_VERSION;
@@ -86,6 +83,23 @@ int main(int argc, char** argv) {
       const size_t size = offsetof(leakbound_watch_name_batch, bytes) + 6 + (k == 1 ? 300 : 3);
       send(channel, &batch, size, MSG_NOSIGNAL);
     }
+  }
+  if (strcmp(mode, "bad-site-census") == 0) {
+    static leakbound_watch_site_batch batch;
+    batch.magic = LEAKBOUND_WATCH_MAGIC;
+    batch.version = LEAKBOUND_WATCH_VERSION;
+    batch.kind = LEAKBOUND_WATCH_SITE_CENSUS;
+    batch.pid = (uint32_t)getpid();
+    const uint32_t site = 0x7ffffff0u; /* no call site has this id */
+    const leakbound_watch_site_entry entries[4] = {
+        {site, 5, 64, 1},                               /* a cohort before its FROM entry */
+        {site, LEAKBOUND_WATCH_SITE_CENSUS_FROM, 3, 0}, /* its census starts at cohort 3 */
+        {site, 1, 64, 1},                               /* a cohort before that start */
+        {site, 1000, 64, 1}};                           /* past the last cohort (255) */
+    memcpy(batch.entries, entries, sizeof entries);
+    batch.count = 4;
+    send(channel, &batch, offsetof(leakbound_watch_site_batch, entries) + sizeof entries,
+         MSG_NOSIGNAL);
   }
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
