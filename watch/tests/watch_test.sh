@@ -93,6 +93,18 @@ PY
 # expect_top_line WORKLOAD PROGRAM TEXT...: the first row of WORKLOAD's attribution ("-": the
 # first workload; else the one whose name ends so) names PROGRAM:LINE, LINE a line holding one of
 # the TEXTs: the line of the user's code that allocates what leaks.
+expect_top_census() {  # WORKLOAD_SUFFIX|- OUTCOME BYTES_PER_STEP: the first row's own census
+  python3 - "$out/report.json" "$@" <<'PY' || fail "the first row's census is not as planted: see above"
+import json, sys
+report, which, outcome, rate = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], float(sys.argv[4])
+w = [w for w in report["workloads"] if which == "-" or w["name"].endswith(which)][0]
+top = w["attribution"][0] if w["attribution"] else {}
+print("  first row's census: %s %s at %s B/step" % (top.get("census"), top.get("survivor_bytes"), top.get("bytes_per_step")))
+if top.get("census") != outcome or top.get("bytes_per_step") != rate:
+    sys.exit("want %s at exactly %s B/step" % (outcome, rate))
+PY
+}
+
 expect_top_line() {
   python3 - "$out/report.json" "$@" <<'PY' || fail "the first growing row does not name the leaking line: see above"
 import json, os, sys
@@ -331,6 +343,8 @@ PY
     expect_verdict unbounded-growth host.heap_bytes
     slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
     [ "$slope" = "8800.0" ] || fail "host.heap_bytes slope $slope, want exactly 8800.0 bytes/step"
+    # The site's own census: 1,023 threads on their own books, 77 on the shared slot's.
+    expect_top_census - growth 8800
     ;;
   many_threads_churn_leak)
     # A long run of short threads: 32 started and joined a step, 64,000 in all, so the heap's
@@ -341,6 +355,7 @@ PY
     slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
     [ "$slope" = "256.0" ] || fail "host.heap_bytes slope $slope, want exactly 256.0 bytes/step"
     expect_steps 2000
+    expect_top_census - growth 256  # the census books of slots given back and reused
     ;;
   many_threads_churn_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_many_threads" churn-clean 2000
@@ -485,6 +500,7 @@ PY
     watch_expect 1 -- "$c_steps" fork 200
     expect_job "fork 1 of watch_c_steps" 2
     expect_top_line "fork 1 of watch_c_steps" "$programs/c_steps.c" "leaks in the child only"
+    expect_top_census "fork 1 of watch_c_steps" growth 1000  # the child's census, not the parent's
     ;;
   c_leak_ci)
     # CI output: JUnit XML (a failure with the class, the rate and the line), the same from
@@ -980,6 +996,14 @@ for c in t["census"]:
     bad += [(c["step"], k["born_step"], k["bytes"]) for k in cohorts if k["bytes"] and k["born_step"] != youngest]
 print("  %d censuses; survivors in older cohorts: %s" % (len(t["census"]), bad or "none"))
 sys.exit(1 if bad else 0)
+PY
+    # The loop's call site gets a census of its own (its live bytes rise at markers that fall
+    # mid-loop), booked by four threads at once: it must find no survivor from older blocks.
+    python3 - "$out/report.json" <<'PY' || fail "the call site's census is not bounded"
+import json, sys
+rows = [a for a in json.load(open(sys.argv[1]))["workloads"][0]["attribution"] if "census" in a]
+print("  rows with a census: %s" % [(a["op"][:40], a["census"], a["survivor_bytes"]) for a in rows])
+sys.exit(0 if rows and all(a["census"] not in ("growth", "recurring") for a in rows) else 1)
 PY
     ;;
   interval_with_markers)
