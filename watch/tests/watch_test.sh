@@ -1075,6 +1075,10 @@ assert 'the timer stopped at its first step' in t['subject']['description'], t['
     libtorch_case 1 unbounded-growth keep_losses
     slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
     python3 -c "import sys; sys.exit(0 if float('$slope') > 100 else 1)" || fail "host.heap_bytes slope $slope, want > 100 bytes/step (a loss and its graph)"
+    # The first growing row names the program's line that allocates the kept graph (the forward
+    # or the loss by hand), past libtorch's frames (Debian's libtorch has no line tables).
+    expect_top_line - "$programs/libtorch_mlp.cc" "return third(torch::relu" "torch::Tensor loss = (model.forward"
+    expect_top_census - growth "$(report_field "w['attribution'][0]['bytes_per_step']")"
     ;;
   libtorch_clean) libtorch_case 0 PASS clean ;;
   *) echo "unknown case $case_name" >&2; exit 2 ;;
