@@ -257,12 +257,12 @@ bool Grows(const Attribution& row) {
 
 std::string FormatRowCensus(const Attribution& row) {
   if (row.census.empty()) return "-";
-  std::string text = row.census + ":";
-  int block = row.census_from_block;
-  for (const double bytes : row.survivor_bytes) {
-    text += (block == row.census_from_block ? " " : ", ") + FormatBytes(bytes);
-    ++block;
-  }
+  return row.census + ": " + FormatRowSurvivors(row);
+}
+
+std::string FormatRowSurvivors(const Attribution& row) {
+  std::string text;
+  for (const double bytes : row.survivor_bytes) text += (text.empty() ? "" : ", ") + FormatBytes(bytes);
   if (row.census_from_block > 1) text += " (blocks " + std::to_string(row.census_from_block) + "-)";
   return text;
 }
@@ -273,7 +273,7 @@ std::string TopOwnerText(const WorkloadResult& workload) {
   std::string text = row.op + " (" + row.role + ", scope " + row.scope + "): ";
   if (Grows(row) && !row.census.empty()) {
     text += FormatRate(row.bytes_per_step, "bytes", true) + ", survivors by block " +
-            FormatRowCensus(row).substr(row.census.size() + 2) + "; ";
+            FormatRowSurvivors(row) + "; ";
   } else if (Grows(row)) {
     text += FormatRate(row.bytes_per_step, "bytes", true) + ", rose at " + FormatRoseAt(row) +
             " block ends; ";

@@ -515,6 +515,9 @@ Attribution ReadAttribution(const FieldReader& in) {
                               "got \"" + row.census + "\"");
     }
     row.survivor_bytes = in.DoubleArray("survivor_bytes");
+    if (row.survivor_bytes.empty()) {
+      in.OutOfRange("survivor_bytes", "a row with a census has its survivors of at least one block");
+    }
     row.census_from_block = in.IntAtLeast("census_from_block", 1);
   }
   if (in.Has("stack")) {

@@ -236,6 +236,23 @@ TEST(ReportJsonTest, AttributionStack_RoundTrips_AndANonStringFrameIsRefusedWith
             "$.workloads[1].attribution[0].stack");
 }
 
+TEST(ReportJsonTest, AttributionCensus_RoundTrips_AndACensusWithoutSurvivorsIsRefusedWithItsPath) {
+  Report report = MakeSampleReport();
+  Attribution& row = report.workloads[1].attribution[0];
+  row.census = "growth";
+  row.survivor_bytes = {1024, 1024, 2048};
+  row.census_from_block = 2;
+  EXPECT_EQ(ParseReport(ReportToText(report), "census.json"), report);
+  nlohmann::json json = nlohmann::json::parse(ReportToText(report));
+  json["workloads"][1]["attribution"][0]["survivor_bytes"] = nlohmann::json::array();
+  EXPECT_EQ(CatchReportError([&] { ParseReport(json.dump(), "empty.json"); }).json_path(),
+            "$.workloads[1].attribution[0].survivor_bytes");
+  json["workloads"][1]["attribution"][0]["survivor_bytes"] = {1.0};
+  json["workloads"][1]["attribution"][0]["census"] = "too few blocks";
+  EXPECT_EQ(CatchReportError([&] { ParseReport(json.dump(), "outcome.json"); }).json_path(),
+            "$.workloads[1].attribution[0].census");
+}
+
 TEST(ReportJsonTest, AttributionWithoutGrowthFields_AnOlderReport_ReadsAsNoGrowth) {
   Report report = MakeSampleReport();
   nlohmann::json json = nlohmann::json::parse(ReportToText(report));

@@ -397,7 +397,7 @@ static void RestartSeries(const char *why) {
     g_steps = g_ticks = g_samples = 0;
     g_census_unit = 1;
     leakbound_heap_census_start();
-    LeakboundSitesForget();
+    LeakboundSitesForget(0);
     SendHello();
     if (why) SendText(LEAKBOUND_WATCH_NOTE, why);
   }
@@ -722,7 +722,7 @@ static void AfterForkInChild(void) {
   g_interval_ns = 0; /* the timer thread is not in the child: the job's clock samples it */
   if (g_have_watcher) {
     leakbound_heap_census_start();
-    LeakboundSitesForget();
+    LeakboundSitesForget(1);
     Begin(LEAKBOUND_WATCH_ORIGIN_FORK);
   }
   leakbound_heap_exclude_end();

@@ -66,8 +66,9 @@ LB_HIDDEN void LeakboundSitesCensus(unsigned cohort_now, LeakboundSiteCensusVisi
                                     void* context);
 /* Anonymous mappings so far that the mapping table did not count (front_end.c). */
 LB_HIDDEN uint64_t LeakboundMappedDropped(void);
-/* In a forked child: every site is named and sent again on its own connection. */
-LB_HIDDEN void LeakboundSitesForget(void);
+/* A new series (a forked child: forked_child 1; the program's first own step after timer or
+ * clock samples: 0): every site is named and sent again, and its census starts anew. */
+LB_HIDDEN void LeakboundSitesForget(int forked_child);
 
 /* Anonymous mmap'd bytes still mapped (front_end.c). */
 LB_HIDDEN uint64_t LeakboundMappedBytes(void);

@@ -398,18 +398,24 @@ static inline void AddRelaxed(_Atomic int64_t* field, int64_t by) {
 
 /* Moves a thread's census entry to key: what it held goes into its census first (when the entry
  * is of that census's epoch: an entry of a census since forgotten is the parent's, or an earlier
- * series'). The marker skips the entry while its key is 0. */
+ * series'). The marker skips the entry while its key is 0, and reads births (the shared figures,
+ * then the entries) before frees (the entries, then the shared figures): so the frees go into the
+ * census before the key is 0 (a marker that then misses them in the entry finds them in the
+ * shared figures; one that reads both counts them twice, which hides a survivor, never adds one),
+ * and the births after it (a marker that sees them in the shared figures sees key 0 after). */
 static __attribute__((noinline)) void CensusRetag(CensusDelta* d, SiteCensus* c, uint64_t key) {
   const uint64_t held = atomic_load_explicit(&d->key, memory_order_relaxed);
-  atomic_store_explicit(&d->key, 0, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release); /* a marker that sees the adds sees key 0 */
-  if (held != 0 && (held >> 8) == c->epoch) {
-    SiteCohort* k = &c->cohorts[held & 0xff];
-    atomic_fetch_add_explicit(&k->born_bytes, LoadRelaxed(&d->born_bytes), memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->born_blocks, LoadRelaxed(&d->born_blocks), memory_order_relaxed);
+  SiteCohort* k = held != 0 && (held >> 8) == c->epoch ? &c->cohorts[held & 0xff] : NULL;
+  if (k) {
     atomic_fetch_add_explicit(&k->freed_bytes, LoadRelaxed(&d->freed_bytes), memory_order_relaxed);
     atomic_fetch_add_explicit(&k->freed_blocks, LoadRelaxed(&d->freed_blocks),
                               memory_order_relaxed);
+  }
+  atomic_store_explicit(&d->key, 0, memory_order_release); /* after the frees' adds */
+  atomic_thread_fence(memory_order_release);               /* before the births' adds */
+  if (k) {
+    atomic_fetch_add_explicit(&k->born_bytes, LoadRelaxed(&d->born_bytes), memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->born_blocks, LoadRelaxed(&d->born_blocks), memory_order_relaxed);
   }
   atomic_store_explicit(&d->born_bytes, 0, memory_order_relaxed);
   atomic_store_explicit(&d->born_blocks, 0, memory_order_relaxed);
@@ -456,9 +462,10 @@ void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes
   Book(slot, site, bytes, 1);
   Site* s = &g_sites[site - 1];
   /* The core read the census clock (relaxed) for the stamp: a block stamped in a site's first
-   * cohort comes after the clock moved there, which the marker did after giving the census. */
+   * cohort comes after the clock moved there, which the marker did after giving the census. The
+   * census's fields were written before it was published (acquire). */
   atomic_thread_fence(memory_order_acquire);
-  const uint32_t census = atomic_load_explicit(&s->census, memory_order_relaxed);
+  const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kFramesWanted || state == kSampling, 0)) {
@@ -472,7 +479,7 @@ void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
   Book(slot, site, -bytes, -1);
   Site* s = &g_sites[site - 1];
   /* A block in a census cohort was born after the census began (LeakboundSiteAlloc). */
-  const uint32_t census = atomic_load_explicit(&s->census, memory_order_relaxed);
+  const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 0);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kSampling || state == kSampled, 0)) SampleFreed(site - 1, block);
@@ -621,6 +628,7 @@ void LeakboundSitesCensus(unsigned cohort_now, LeakboundSiteCensusVisitor visit,
   const int slots = LeakboundHeapSlotsUsed();
   for (uint32_t i = 0; i < g_site_census_used; ++i) {
     SiteCensus* c = &g_site_census[i];
+    if (c->site == 0) continue; /* retired by a restart of the series */
     visit(c->site, LEAKBOUND_WATCH_SITE_CENSUS_FROM, c->first, 0, context);
     /* Every birth before any free: a block born and freed while this reads can hide a survivor,
      * never add one. Births: the shared figures, then the threads' entries (an entry folded in
@@ -634,7 +642,8 @@ void LeakboundSitesCensus(unsigned cohort_now, LeakboundSiteCensusVisitor visit,
     atomic_thread_fence(memory_order_acquire);
     AddEntries(c, i, cohort_now, slots, 1, bytes, blocks);
     atomic_thread_fence(memory_order_acquire);
-    AddEntries(c, i, cohort_now, slots, 0, bytes, blocks);
+    /* Slots again: a thread that began meanwhile may have freed a block counted born above. */
+    AddEntries(c, i, cohort_now, LeakboundHeapSlotsUsed(), 0, bytes, blocks);
     atomic_thread_fence(memory_order_acquire);
     for (unsigned k = c->first; k <= cohort_now && k < LEAKBOUND_HEAP_COHORTS; ++k) {
       bytes[k] -= LoadRelaxed(&c->cohorts[k].freed_bytes);
@@ -648,7 +657,7 @@ void LeakboundSitesCensus(unsigned cohort_now, LeakboundSiteCensusVisitor visit,
 
 uint64_t LeakboundSitesDropped(void) { return atomic_load(&g_sites_dropped); }
 
-void LeakboundSitesForget(void) {
+void LeakboundSitesForget(int forked_child) {
   for (uint32_t i = 0; i < (1u << kSiteBits); ++i) {
     g_cold[i].named = 0;
     g_cold[i].sent_bytes = 0;
@@ -681,9 +690,16 @@ void LeakboundSitesForget(void) {
    * inherited from a traced step and traces again from its own steps (watch/python/leakbound). */
   atomic_store(&g_python_tracing, 0);
   atomic_store_explicit(&g_sites_waiting, 0, memory_order_relaxed);
-  /* The parent's site censuses are its blocks: the child's sites get theirs anew. */
-  memset(g_site_census, 0, sizeof(SiteCensus) * g_site_census_used);
-  g_site_census_used = 0;
+  /* The censuses so far are of blocks of the old series (or the parent's): the sites get theirs
+   * anew. In a forked child (one thread) their slots are given again; in a restart of the series
+   * other threads may be booking into them right now, so they are only retired (a census's
+   * fields are written once before it is published, and never again while threads run). */
+  if (forked_child) {
+    memset(g_site_census, 0, sizeof(SiteCensus) * g_site_census_used);
+    g_site_census_used = 0;
+  } else {
+    for (uint32_t i = 0; i < g_site_census_used; ++i) g_site_census[i].site = 0;
+  }
   ++g_census_epoch; /* the threads' entries of those censuses are dropped as they are met */
   /* The next visit sees every site again (each is named anew), and rebuilds who waits. */
   g_full_visit = 1;

@@ -75,6 +75,8 @@ std::string GrowthText(const WorkloadResult& workload);
 bool Grows(const Attribution& row);
 // "growth: 2.3 KiB, 2.3 KiB, 2.4 KiB" (a row's census outcome and survivors by block), or "-".
 std::string FormatRowCensus(const Attribution& row);
+// Its survivors alone: "2.3 KiB, 2.3 KiB, 2.4 KiB (blocks 2-)"; empty when it has none.
+std::string FormatRowSurvivors(const Attribution& row);
 
 // The first attribution row, the top owner: "smallest_leak_flag (user, scope none): 112 B in 112
 // allocations", and for a growing one "... scope none): +24 B/step, rose at 2 of 2 block ends;
