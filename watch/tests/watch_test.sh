@@ -93,11 +93,12 @@ PY
 # expect_top_line WORKLOAD PROGRAM TEXT...: the first row of WORKLOAD's attribution ("-": the
 # first workload; else the one whose name ends so) names PROGRAM:LINE, LINE a line holding one of
 # the TEXTs: the line of the user's code that allocates what leaks.
-expect_top_census() {  # WORKLOAD_SUFFIX|- OUTCOME BYTES_PER_STEP|-: the first row's own census
+expect_top_census() {  # WORKLOAD_SUFFIX|- (the first that fails) OUTCOME BYTES_PER_STEP|-: its first row's census
   python3 - "$out/report.json" "$@" <<'PY' || fail "the first row's census is not as planted: see above"
 import json, sys
 report, which, outcome, rate = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4]
-w = [w for w in report["workloads"] if which == "-" or w["name"].endswith(which)][0]
+w = [w for w in report["workloads"] if which == "-" or w["name"].endswith(which)]
+w = ([x for x in w if which == "-" and x["verdict"] != "PASS"] + w)[0]  # -: the first that fails
 top = w["attribution"][0] if w["attribution"] else {}
 got = top.get("bytes_per_step", 0)
 print("  first row's census: %s %s at %s B/step" % (top.get("census"), top.get("survivor_bytes"), got))
@@ -111,7 +112,8 @@ expect_top_line() {
 import json, os, sys
 report, which, program, texts = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4:]
 lines = [n for n, text in enumerate(open(program), 1) if any(t in text for t in texts)]
-w = [w for w in report["workloads"] if which == "-" or w["name"].endswith(which)][0]
+w = [w for w in report["workloads"] if which == "-" or w["name"].endswith(which)]
+w = ([x for x in w if which == "-" and x["verdict"] != "PASS"] + w)[0]  # -: the first that fails
 top = w["attribution"][0]["op"] if w["attribution"] else ""
 print("  first row of %s: %s" % (w["name"], top))
 want = ["%s:%d" % (os.path.basename(program), n) for n in lines]
@@ -724,6 +726,7 @@ PY
     watch_expect 1 -- "$hostile" leak-exit 300
     expect_verdict unbounded-growth host.heap_bytes
     report_field "w['evidence'] + w['description']" | grep -q "exited with status 3" || fail "the program's status is not in the report"
+    expect_top_line - "$programs/hostile.cc" "kept.push_back(std::malloc(24))"
     ;;
   hostile_bad_text)
     # Text that is not UTF-8 (an argument, a note, a note cut mid-character): written with U+FFFD.
@@ -762,6 +765,7 @@ PY
     watch_expect 1 -- /bin/bash -c "'$c_steps' leak 200 >/dev/null; echo done"
     expect_job "watch_c_steps, child of bash" 1
     report_field "w['description']" | grep -q "summarised, not judged" || fail "the shell is not summarised"
+    expect_top_line "child of bash" "$programs/c_steps.c" "kept[step] = malloc(24)"
     ;;
   hostile_launcher_clean)
     watch_expect 0 -- /bin/bash -c "'$c_steps' clean 200 >/dev/null; echo done"
@@ -775,6 +779,7 @@ PY
     watch_expect 1 -- /bin/bash -c "'$c_steps' clean 300 & unshare -pf --kill-child '$c_steps' leak 300; wait"
     expect_job "watch_c_steps, child of unshare, child of bash" 2
     report_field "[w['name'] for w in r['workloads']]" | grep -q "child of pid 0" && fail "a process in its own namespace is named by its in-namespace parent"
+    expect_top_line "child of unshare, child of bash" "$programs/c_steps.c" "kept[step] = malloc(24)"
     ;;
   tree_prefork_leak)
     # A pre-forking server: the workers mark their requests, the parent marks none (it is
@@ -858,6 +863,7 @@ PY
 import json; w = json.load(open('$out/report.json'))['workloads']
 assert [x['verdict'] for x in w] == ['PASS', 'unbounded-growth'], [(x['name'], x['verdict']) for x in w]
 assert 'a new program' in w[0]['description'], w[0]['description']" || fail "the two images are not judged apart"
+    expect_top_line - "$programs/tree.c" "g_sink = malloc(64)"
     ;;
   tree_outsider)
     # A process outside the job (this script's child, not watch's) that connects to the job's
@@ -974,6 +980,7 @@ sys.exit('no PSS rise reported for %s' % missing if missing or len(w) != 2 else 
   interval_leak)
     watch_expect 1 --interval 20ms -- "$c_steps" timer-leak 1500
     expect_verdict unbounded-growth host.heap_bytes
+    expect_top_line - "$programs/c_steps.c" "kept[step] = malloc(24)"
     ;;
   interval_clean)
     watch_expect 0 --interval 20ms -- "$c_steps" timer-clean 1500
