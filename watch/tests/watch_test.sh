@@ -393,6 +393,10 @@ PY
     slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.mapped_bytes'][0]")
     page=$(getconf PAGESIZE); kept=$(( page > 4096 ? page : 4096 ))
     [ "$slope" = "$kept.0" ] || fail "host.mapped_bytes slope $slope, want exactly $kept.0 bytes/step"
+    # The mappings' own call site, first, with its census: the line that maps what is kept.
+    expect_top_line - "$programs/maps.c" "void* p = mmap(NULL, length"
+    expect_top_census - growth "$kept"
+    [ "$(report_field "w['attribution'][0]['role']")" = mapping ] || fail "the first row is not a mapping's call site"
     ;;
   jit_sites_leak)
     # Two call sites in code of no module (an anonymous executable mapping, as a JIT makes),
@@ -428,6 +432,10 @@ PY
     watch_expect 0 -- "$(dirname "$c_steps")/watch_maps" clean 4000
     expect_verdict PASS host.mapped_bytes
     expect_flat host.mapped_bytes
+    # Its mappings' call sites (a hole, an mremap, four threads unmapping one) book every byte
+    # back: none grows (by its census, or without one by its rise at every block end).
+    growing=$(report_field "[a['op'] for a in w['attribution'] if a['role'] == 'mapping' and a['bytes_per_step'] > 0 and (a.get('census') in ('growth', 'recurring') or ('census' not in a and a['rose_at'] == a['transitions'] > 0))]")
+    [ "$growing" = "[]" ] || fail "a clean program's mapping call site grows: $growing"
     ;;
   threads_sites_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_threads" clean 200

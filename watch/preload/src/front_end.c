@@ -234,6 +234,8 @@ enum { kMaps = 4096 };
 typedef struct Mapping {
   _Atomic uintptr_t start; /* 0: free */
   _Atomic uintptr_t length;
+  uint32_t site;  /* its call site (0: none), written before start under the lock */
+  unsigned stamp; /* the census stamp of its birth (LeakboundHeapEpochNow) */
 } Mapping;
 static Mapping g_maps[kMaps];
 static _Atomic uint64_t g_mapped_bytes;
@@ -268,22 +270,28 @@ static uintptr_t PageRound(size_t length) {
   return ((uintptr_t)length + page - 1) & ~(page - 1);
 }
 
-static void MapInsertLocked(uintptr_t start, uintptr_t length) {
+/* Books a mapping (or the tail a hole split off one: `split`, its bytes already booked to the
+ * site) with its call site and birth stamp. */
+static void MapInsertLocked(uintptr_t start, uintptr_t length, uint32_t site, unsigned stamp,
+                            int split) {
   if (length == 0) return;
   for (int i = 0; i < kMaps; ++i) {
-    uintptr_t free_slot = 0;
-    if (atomic_load_explicit(&g_maps[i].start, memory_order_relaxed) == 0 &&
-        atomic_compare_exchange_strong(&g_maps[i].start, &free_slot, start)) {
+    if (atomic_load_explicit(&g_maps[i].start, memory_order_relaxed) == 0) {
+      g_maps[i].site = site;
+      g_maps[i].stamp = stamp;
       atomic_store(&g_maps[i].length, length);
+      atomic_store(&g_maps[i].start, start);
       atomic_fetch_add(&g_mapped_bytes, length);
+      LeakboundSiteMapped(site, start, split ? 0 : (int64_t)length, 1, stamp);
       return;
     }
   }
   atomic_fetch_add(&g_mapped_dropped, 1);
 }
 
-/* Removes [start, start + length) from the books; returns 1 if it overlapped a mapping. */
-static int MapRemoveLocked(uintptr_t start, uintptr_t length) {
+/* Removes [start, start + length) from the books; returns 1 if it overlapped a mapping, and
+ * the call site and stamp of the first it overlapped in *site / *stamp (when not NULL). */
+static int MapRemoveLocked(uintptr_t start, uintptr_t length, uint32_t* site, unsigned* stamp) {
   uintptr_t end = start + length;
   int overlapped = 0;
   for (int i = 0; i < kMaps; ++i) {
@@ -291,65 +299,83 @@ static int MapRemoveLocked(uintptr_t start, uintptr_t length) {
     if (s == 0) continue;
     uintptr_t e = s + atomic_load_explicit(&g_maps[i].length, memory_order_relaxed);
     if (e <= start || s >= end) continue;
+    const uint32_t its_site = g_maps[i].site;
+    const unsigned its_stamp = g_maps[i].stamp;
+    if (!overlapped && site) *site = its_site;
+    if (!overlapped && stamp) *stamp = its_stamp;
     overlapped = 1;
     uintptr_t cut_start = s > start ? s : start;
     uintptr_t cut_end = e < end ? e : end;
     atomic_fetch_sub(&g_mapped_bytes, cut_end - cut_start);
-    if (cut_start == s && cut_end == e) {
+    const int whole = cut_start == s && cut_end == e;
+    LeakboundSiteMapped(its_site, s, -(int64_t)(cut_end - cut_start), whole ? -1 : 0, its_stamp);
+    if (whole) {
       atomic_store(&g_maps[i].start, 0);
     } else if (cut_start == s) {
       atomic_store(&g_maps[i].length, e - cut_end);
       atomic_store(&g_maps[i].start, cut_end);
     } else {
       atomic_store(&g_maps[i].length, cut_start - s);
-      if (cut_end < e) { /* a hole: the tail becomes its own mapping */
+      if (cut_end < e) { /* a hole: the tail becomes its own mapping, of the same site */
         atomic_fetch_sub(&g_mapped_bytes, e - cut_end);
-        MapInsertLocked(cut_end, e - cut_end);
+        MapInsertLocked(cut_end, e - cut_end, its_site, its_stamp, 1);
       }
     }
   }
   return overlapped;
 }
 
-static void MapInsert(uintptr_t start, uintptr_t length) {
+static void MapInsert(uintptr_t start, uintptr_t length, uint32_t site, unsigned stamp) {
   if (!MapsLock()) {
     atomic_fetch_add(&g_mapped_dropped, 1);
     return;
   }
-  MapInsertLocked(start, length);
+  MapInsertLocked(start, length, site, stamp, 0);
   MapsUnlock();
 }
 
-static int MapRemove(uintptr_t start, uintptr_t length) {
+static int MapRemove(uintptr_t start, uintptr_t length, uint32_t* site, unsigned* stamp) {
   if (!MapsLock()) { /* a signal handler inside the table: the unmapping is not booked */
     atomic_fetch_add(&g_mapped_dropped, 1);
     return 0;
   }
-  int overlapped = MapRemoveLocked(start, length);
+  int overlapped = MapRemoveLocked(start, length, site, stamp);
   MapsUnlock();
   return overlapped;
+}
+
+/* A new mapping's call site (pc: the caller of mmap), with call sites on. */
+static uint32_t MapSite(uintptr_t pc) {
+  return g_leakbound_sites_on && !leakbound_heap_excluded() ? LeakboundSiteFor(pc) : 0;
 }
 
 /* Set while pymalloc maps or unmaps an arena (below): its objects are counted one by one in the
  * heap, so its arenas are not the program's own mappings. */
 static __thread int t_arena_maps;
 
-LB_EXPORT void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+static void* MmapAt(void* address, size_t length, int prot, int flags, int fd, off_t offset,
+                    uintptr_t pc) {
   long mapped = syscall(SYS_mmap, address, length, prot, flags, fd, offset);
   if (mapped == -1) return MAP_FAILED;
   if (t_arena_maps) return (void*)mapped;
-  if (flags & MAP_FIXED) MapRemove((uintptr_t)mapped, PageRound(length));
-  if (flags & MAP_ANONYMOUS) MapInsert((uintptr_t)mapped, PageRound(length));
+  if (flags & MAP_FIXED) MapRemove((uintptr_t)mapped, PageRound(length), NULL, NULL);
+  if (flags & MAP_ANONYMOUS) {
+    MapInsert((uintptr_t)mapped, PageRound(length), MapSite(pc), LeakboundHeapEpochNow());
+  }
   return (void*)mapped;
 }
 
+LB_EXPORT void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  return MmapAt(address, length, prot, flags, fd, offset, PC());
+}
+
 LB_EXPORT void* mmap64(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
-  return mmap(address, length, prot, flags, fd, offset);
+  return MmapAt(address, length, prot, flags, fd, offset, PC());
 }
 
 LB_EXPORT int munmap(void* address, size_t length) {
   long result = syscall(SYS_munmap, address, length);
-  if (result == 0 && !t_arena_maps) MapRemove((uintptr_t)address, PageRound(length));
+  if (result == 0 && !t_arena_maps) MapRemove((uintptr_t)address, PageRound(length), NULL, NULL);
   return (int)result;
 }
 
@@ -363,8 +389,10 @@ LB_EXPORT void* mremap(void* old_address, size_t old_length, size_t new_length, 
   }
   long moved = syscall(SYS_mremap, old_address, old_length, new_length, flags, new_address);
   if (moved == -1) return MAP_FAILED;
-  if (MapRemove((uintptr_t)old_address, PageRound(old_length))) {
-    MapInsert((uintptr_t)moved, PageRound(new_length));
+  uint32_t site = 0;
+  unsigned stamp = 0;
+  if (MapRemove((uintptr_t)old_address, PageRound(old_length), &site, &stamp)) {
+    MapInsert((uintptr_t)moved, PageRound(new_length), site, stamp); /* its site and birth */
   }
   return (void*)moved;
 }

@@ -100,6 +100,7 @@ typedef struct SiteCold {
   int visits_sampling; /* visits since the callers were taken */
   int visits_full;     /* visits since its last sample was kept */
   int census_asked;    /* a census was given it, or none was left */
+  _Atomic int mapping; /* its allocations are anonymous mappings (mmap), not heap blocks */
   int64_t sent_bytes;
   int64_t sent_allocations;
 } SiteCold;
@@ -427,7 +428,7 @@ static __attribute__((noinline)) void CensusRetag(CensusDelta* d, SiteCensus* c,
 /* Books a block born (or freed) at a site with a census, in the cohort of its birth stamp, on
  * the thread of core slot `slot`. */
 static __attribute__((noinline)) void CensusBook(uint32_t slot, uint32_t census, unsigned stamp,
-                                                 int64_t bytes, int born) {
+                                                 int64_t bytes, int64_t blocks, int born) {
   SiteCensus* c = &g_site_census[census - 1];
   const unsigned cohort = stamp & 0xff;
   if (((stamp >> 8) & 0xff) != c->generation || cohort < c->first ||
@@ -443,16 +444,16 @@ static __attribute__((noinline)) void CensusBook(uint32_t slot, uint32_t census,
   }
   if (d && atomic_load_explicit(&d->key, memory_order_relaxed) == key) {
     AddRelaxed(born ? &d->born_bytes : &d->freed_bytes, bytes);
-    AddRelaxed(born ? &d->born_blocks : &d->freed_blocks, 1);
+    AddRelaxed(born ? &d->born_blocks : &d->freed_blocks, blocks);
     return;
   }
   SiteCohort* k = &c->cohorts[cohort]; /* the shared slot, or a free of another cohort's block */
   if (born) {
     atomic_fetch_add_explicit(&k->born_bytes, bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->born_blocks, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->born_blocks, blocks, memory_order_relaxed);
   } else {
     atomic_fetch_add_explicit(&k->freed_bytes, bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->freed_blocks, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->freed_blocks, blocks, memory_order_relaxed);
   }
 }
 
@@ -466,7 +467,7 @@ void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes
    * census's fields were written before it was published (acquire). */
   atomic_thread_fence(memory_order_acquire);
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
-  if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1);
+  if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 1);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kFramesWanted || state == kSampling, 0)) {
     SampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), block, state);
@@ -480,9 +481,33 @@ void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
   Site* s = &g_sites[site - 1];
   /* A block in a census cohort was born after the census began (LeakboundSiteAlloc). */
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
-  if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 0);
+  if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 0);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kSampling || state == kSampled, 0)) SampleFreed(site - 1, block);
+}
+
+void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t blocks,
+                         unsigned stamp) {
+  if (site == 0 || site > (1u << kSiteBits) || (bytes == 0 && blocks == 0)) return;
+  atomic_store_explicit(&g_cold[site - 1].mapping, 1, memory_order_relaxed);
+  Book(0, site, bytes, blocks); /* the shared slot: mappings are few, and any thread unmaps */
+  Site* s = &g_sites[site - 1];
+  const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
+  const int born = bytes > 0 || blocks > 0;
+  if (census != 0) {
+    CensusBook(0, census, stamp, born ? bytes : -bytes, born ? blocks : -blocks, born);
+  }
+  const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
+  if (bytes > 0 && blocks > 0 && (state == kFramesWanted || state == kSampling)) {
+    SampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), (void*)start, state);
+  } else if (!born && blocks < 0 && (state == kSampling || state == kSampled)) {
+    SampleFreed(site - 1, (void*)start);
+  }
+}
+
+int LeakboundSiteIsMapping(uint32_t site) {
+  return site != 0 && site <= (1u << kSiteBits) &&
+         atomic_load_explicit(&g_cold[site - 1].mapping, memory_order_relaxed);
 }
 
 static void List(uint32_t site) {

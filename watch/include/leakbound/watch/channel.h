@@ -97,6 +97,9 @@ typedef enum leakbound_watch_kind {
 } leakbound_watch_kind;
 
 #define LEAKBOUND_WATCH_SITE_CENSUS_FROM 0xffffffffu
+/* A SITES entry's reserved: the site's allocations are anonymous mappings (mmap), not heap
+ * blocks; its bytes are in host.mapped_bytes. */
+#define LEAKBOUND_WATCH_SITE_MAPPING 1u
 #define LEAKBOUND_WATCH_SITE_CENSUSES 64
 
 /* Callers kept per call site, and after how many markers with growth they are sent. */
@@ -169,7 +172,7 @@ typedef struct leakbound_watch_record {
 /* One call site's survivors after the step (bytes and number still live). */
 typedef struct leakbound_watch_site_entry {
   uint32_t site; /* call-site id (1-based) */
-  uint32_t reserved;
+  uint32_t reserved; /* SITES: 0, or LEAKBOUND_WATCH_SITE_MAPPING; the censuses: see their kinds */
   uint64_t bytes;
   uint64_t allocations;
 } leakbound_watch_site_entry;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <optional>
 #include <stdexcept>
 #include <csignal>
@@ -108,6 +109,7 @@ struct WatchRecording {
   std::uint64_t forks = 0;  // forks of the followed process (FORK records, BYE)
   std::vector<WatchSample> samples;
   std::vector<SiteUpdate> site_updates;
+  std::set<std::uint32_t> mapping_sites;  // sites whose allocations are anonymous mappings
   std::map<std::uint32_t, std::string> site_names;
   // FRAME records: a site's callers (innermost first), for the sites that kept growing.
   std::map<std::uint32_t, std::vector<std::string>> site_frames;
