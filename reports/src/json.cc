@@ -1,22 +1,16 @@
-// JSON (de)serialisation of a Report and atomic file writes (see json.h).
+// JSON (de)serialisation of a Report (see json.h; loading and atomic writes are in files.cc).
 // The reader walks the document with a FieldReader that knows the JSON path of every value, so
 // every error says where it is; it checks each type before it reads, so no input can throw
 // nlohmann's own exceptions or reach undefined behaviour.
 
 #include "leakbound/reports/json.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <set>
-#include <system_error>
 #include <utility>
 
 namespace leakbound::reports {
@@ -611,48 +605,6 @@ std::string ParseErrorDetail(const nlohmann::json::parse_error& error) {
   return detail;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Files
-
-std::string ErrnoText(int error) {
-  return std::error_code(error, std::generic_category()).message();
-}
-
-[[noreturn]] void ThrowIo(const std::filesystem::path& path, const std::string& what_failed,
-                          int error, std::string_view remedy) {
-  throw ReportError(
-      ReportErrorKind::kIo, path.string(), "",
-      path.string() + ": " + what_failed + " (" + ErrnoText(error) + "); " + std::string(remedy));
-}
-
-// Closes a descriptor and unlinks the temporary file unless Release()d; the failure path of
-// WriteFileAtomically relies on it to leave nothing behind.
-class TempFileGuard {
- public:
-  TempFileGuard(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  TempFileGuard(const TempFileGuard&) = delete;
-  TempFileGuard& operator=(const TempFileGuard&) = delete;
-  ~TempFileGuard() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
-
-  // Closes the descriptor; returns 0 or the errno of close().
-  int Close() {
-    const int result = ::close(fd_);
-    fd_ = -1;
-    return result == 0 ? 0 : errno;
-  }
-  void KeepFile() { path_.clear(); }
-
- private:
-  int fd_;
-  std::string path_;
-};
-
 }  // namespace
 
 nlohmann::json ToJson(const Report& report) { return BuildJson<nlohmann::json>(report); }
@@ -738,79 +690,6 @@ Report ParseReport(std::string_view text, std::string_view source_name) {
                           "; fix the file or " + std::string(kRegenerateHint));
   }
   return ReportFromJson(json, source_name);
-}
-
-Report LoadReport(const std::filesystem::path& path) {
-  constexpr std::string_view kRemedy = "check the path, or create the report with `leakbound run`";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) ThrowIo(path, "cannot open report", errno, kRemedy);
-  std::string contents;
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t got = ::read(fd, buffer, sizeof buffer);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      const int read_error = errno;  // EISDIR for a folder
-      ::close(fd);
-      ThrowIo(path, "cannot read report", read_error, kRemedy);
-    }
-    if (got == 0) break;
-    contents.append(buffer, static_cast<std::size_t>(got));
-  }
-  ::close(fd);
-  return ParseReport(contents, path.string());
-}
-
-void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {
-  constexpr std::string_view kRemedy =
-      "check that the folder exists and is writable and that the disk is not full; any "
-      "previous file is unchanged";
-  const std::filesystem::path folder =
-      path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-  // Same folder as the target: rename() is atomic only within one file system.
-  std::string temp_name = ".";  // hidden: a folder listing shows only finished files
-  temp_name += path.filename().string();
-  temp_name += ".tmp-XXXXXX";
-  std::string temp_template = (folder / temp_name).string();
-  const int fd = ::mkstemp(temp_template.data());
-  if (fd < 0) ThrowIo(path, "cannot create a temporary file in " + folder.string(), errno, kRemedy);
-  TempFileGuard temp(fd, temp_template);
-
-  const char* data = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    const ssize_t written = ::write(temp.fd(), data, left);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      ThrowIo(path, "cannot write temporary file " + temp.path(), errno, kRemedy);
-    }
-    data += written;
-    left -= static_cast<std::size_t>(written);
-  }
-  if (::fchmod(temp.fd(), 0644) != 0) {
-    ThrowIo(path, "cannot set the mode of temporary file " + temp.path(), errno, kRemedy);
-  }
-  if (::fsync(temp.fd()) != 0) {
-    ThrowIo(path, "cannot fsync temporary file " + temp.path(), errno, kRemedy);
-  }
-  if (const int close_error = temp.Close(); close_error != 0) {
-    ThrowIo(path, "cannot close temporary file " + temp.path(), close_error, kRemedy);
-  }
-  if (::rename(temp.path().c_str(), path.c_str()) != 0) {
-    ThrowIo(path, "cannot rename temporary file " + temp.path() + " over the target", errno,
-            kRemedy);
-  }
-  temp.KeepFile();
-  // Make the rename itself durable. Best effort: the new file is complete and in place already.
-  const int folder_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (folder_fd >= 0) {
-    ::fsync(folder_fd);
-    ::close(folder_fd);
-  }
-}
-
-void WriteReportAtomically(const Report& report, const std::filesystem::path& path) {
-  WriteFileAtomically(path, ReportToText(report));
 }
 
 }  // namespace leakbound::reports
