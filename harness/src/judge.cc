@@ -177,15 +177,13 @@ std::optional<CensusJudgement> JudgeRowCensus(
   const Schedule schedule{trace.warmup_steps + skip * static_cast<int>(n), trace.blocks - skip,
                           static_cast<int>(n)};
   if (schedule.blocks < kCensusMinAgedBlocks + 1) return std::nullopt;
-  std::vector<CensusCohort> previous;
   std::vector<std::vector<CensusCohort>> block_ends(static_cast<std::size_t>(schedule.blocks - 1));
   for (int b = 0; b + 1 < schedule.blocks; ++b) {
     block_ends[static_cast<std::size_t>(b)] =
         RowCensus(trace.outstanding[static_cast<std::size_t>(skip + b)], k);
   }
-  previous = block_ends.back();
   return JudgeCensus("call site", final_census, trace.outstanding.back().step, schedule, false,
-                     previous, block_ends);
+                     block_ends.back(), block_ends);
 }
 
 // The rows of the last measured block end, with how each grew across the block ends: first those

@@ -5,6 +5,7 @@
 // a program that crashed, is said in ended_early / error for Judge to report,
 // never guessed around. Pure: no clocks, no I/O.
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -56,26 +57,22 @@ int FitSchedule(const std::vector<TraceCounter> &counters, int samples, int bloc
   return block;
 }
 
-// Call sites whose survivors grew from the first measured block end to the
-// last, at every block end, largest growth first.
-// A site's census at a block end (the sample index `end`), as cohorts with the step each was
-// born from, from the first cohort it books; empty when it has none there. census_at: the
-// process's census points (cohort k was born right after the k-th).
-std::vector<CensusCohort> SiteCensusAt(const WatchRecording &recording,
-                                       const std::vector<int> &census_at, int end,
-                                       std::uint32_t site) {
-  std::vector<CensusCohort> out;
-  const auto &sample = recording.samples[static_cast<size_t>(end)];
-  const auto found = sample.site_census.find(site);
-  if (found == sample.site_census.end()) return out;
+// The cohorts of a census taken at sample `end` (a census point, else nullopt), from cohort
+// `first` on, with the step each was born from: entries holds the non-empty cohorts (cohort
+// index -> bytes, blocks). census_at: the process's census points (cohort k was born right after
+// the k-th).
+using CohortEntries = std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>>;
+std::optional<std::vector<CensusCohort>> CohortsAt(const std::vector<int> &census_at, int end,
+                                                   const CohortEntries &entries, size_t first) {
   const auto at = std::lower_bound(census_at.begin(), census_at.end(), end);
-  if (at == census_at.end() || *at != end) return out;
+  if (at == census_at.end() || *at != end) return std::nullopt;
   const size_t index = static_cast<size_t>(at - census_at.begin());
-  for (size_t k = found->second.first; k <= index && k < LEAKBOUND_HEAP_COHORTS; ++k) {
+  std::vector<CensusCohort> out;
+  for (size_t k = first; k <= index && k < LEAKBOUND_HEAP_COHORTS; ++k) {
     CensusCohort cohort;
     cohort.born_step = k == 0 ? -1 : census_at[k - 1] + 1;
-    const auto it = found->second.cohorts.find(static_cast<std::uint32_t>(k));
-    if (it != found->second.cohorts.end()) {
+    const auto it = entries.find(static_cast<std::uint32_t>(k));
+    if (it != entries.end()) {
       cohort.bytes = it->second.first;
       cohort.blocks = it->second.second;
     }
@@ -84,6 +81,20 @@ std::vector<CensusCohort> SiteCensusAt(const WatchRecording &recording,
   return out;
 }
 
+// A site's census at a block end (the sample index `end`), from the first cohort it books; empty
+// when it has none there.
+std::vector<CensusCohort> SiteCensusAt(const WatchRecording &recording,
+                                       const std::vector<int> &census_at, int end,
+                                       std::uint32_t site) {
+  const auto &sample = recording.samples[static_cast<size_t>(end)];
+  const auto found = sample.site_census.find(site);
+  if (found == sample.site_census.end()) return {};
+  return CohortsAt(census_at, end, found->second.cohorts, found->second.first)
+      .value_or(std::vector<CensusCohort>{});
+}
+
+// Call sites whose survivors grew from the first measured block end to the last, at every block
+// end, or that have a census of their own, largest growth first.
 void AddOutstanding(const WatchRecording &recording, const std::vector<int> &census_at,
                     Trace &trace) {
   const std::vector<int> ends =
@@ -158,23 +169,13 @@ void AddOutstanding(const WatchRecording &recording, const std::vector<int> &cen
 // step each was born from.
 void AddCensus(const WatchRecording &recording, const std::vector<int> &census_at, Trace &trace) {
   for (int end : BlockEnds(Schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block})) {
-    const auto at = std::lower_bound(census_at.begin(), census_at.end(), end);
-    if (at == census_at.end() || *at != end) continue;
-    const size_t index = static_cast<size_t>(at - census_at.begin());
+    auto cohorts =
+        CohortsAt(census_at, end, recording.samples[static_cast<size_t>(end)].census, 0);
+    if (!cohorts) continue;
     CensusSnapshot snap;
     snap.counter = "host.heap_bytes";
     snap.step = end;
-    for (size_t k = 0; k <= index && k < LEAKBOUND_HEAP_COHORTS; ++k) {
-      CensusCohort cohort;
-      cohort.born_step = k == 0 ? -1 : census_at[k - 1] + 1;
-      const auto &entries = recording.samples[static_cast<size_t>(end)].census;
-      const auto it = entries.find(static_cast<std::uint32_t>(k));
-      if (it != entries.end()) {
-        cohort.bytes = it->second.first;
-        cohort.blocks = it->second.second;
-      }
-      snap.cohorts.push_back(cohort);
-    }
+    snap.cohorts = std::move(*cohorts);
     trace.census.push_back(std::move(snap));
   }
 }
