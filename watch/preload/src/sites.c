@@ -18,8 +18,14 @@
 #include "leakbound/watch/heap.h"
 #include "preload_internal.h"
 
+/* Call sites: 65,536 slots in two parts. A site's pc is hashed into the first 16,384 (the hot
+ * part: a program's sites touch its pages only, as when that was the whole table); only when 64
+ * probes there find no room does it go to the other 49,152 (pages touched only by a program
+ * with that many sites; the arrays are zero bss, so untouched parts cost address space, not
+ * memory). */
 enum {
-  kSiteBits = 14, /* 16384 call sites */
+  kSiteBits = 14,            /* the hot part: 16,384 slots */
+  kSiteSlots = 1 << 16,      /* the whole table */
   kSiteProbe = 64,
 };
 
@@ -106,8 +112,8 @@ typedef struct SiteCold {
 } SiteCold;
 
 LB_HIDDEN int g_leakbound_sites_on = 1;
-static Site g_sites[1 << kSiteBits];
-static SiteCold g_cold[1 << kSiteBits];
+static Site g_sites[kSiteSlots];
+static SiteCold g_cold[kSiteSlots];
 static SiteSamples g_samples[kSampledSites];
 static uint32_t g_samples_used; /* the marker's (under its lock) */
 
@@ -117,8 +123,8 @@ static inline SiteSamples* SamplesOf(size_t slot) {
   return at ? &g_samples[at - 1] : NULL;
 }
 /* The claimed slots (slot + 1; 0: being written), in the order they were claimed: the marker
- * walks these, not the 16,384 slots (it did at every step: 11% of the malloc loop's time). */
-static _Atomic uint32_t g_claimed[1 << kSiteBits];
+ * walks these, not the 65,536 slots (it did at every step: 11% of the malloc loop's time). */
+static _Atomic uint32_t g_claimed[kSiteSlots];
 static _Atomic uint32_t g_claimed_count;
 
 /* Per-thread books (issue: call sites cost 26 ns per malloc/free pair, two locked adds on the
@@ -162,15 +168,15 @@ static uint64_t g_folds_read[LEAKBOUND_HEAP_SLOTS];
 static uint64_t g_shared_books_seen;
 static int g_full_visit = 1;
 static uint32_t g_visits;
-static uint32_t g_listed_at[1 << kSiteBits]; /* the visit that listed the site */
-static uint32_t g_changed[1 << kSiteBits];
+static uint32_t g_listed_at[kSiteSlots]; /* the visit that listed the site */
+static uint32_t g_changed[kSiteSlots];
 static uint32_t g_changed_count;
 static uint32_t g_named_upto; /* g_claimed[0, named_upto) were listed once */
 /* Sites asked for callers or samples (kFramesWanted, kSampling): a site enters only through a
  * visit (the marker asks), so the list is rechecked, not rebuilt. */
-static uint32_t g_waiting_list[1 << kSiteBits];
+static uint32_t g_waiting_list[kSiteSlots];
 static uint32_t g_waiting_count;
-static uint8_t g_in_waiting[1 << kSiteBits];
+static uint8_t g_in_waiting[kSiteSlots];
 static _Atomic uint64_t g_sites_dropped;
 static __thread int t_unwinding; /* backtrace may allocate: no capture inside a capture */
 static _Atomic int g_unwinder_ready; /* sites claimed before the warm-up keep no callers */
@@ -249,7 +255,7 @@ static __attribute__((noinline, cold)) void SampleFreed(size_t slot, void* block
 }
 
 int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most) {
-  if (site == 0 || site > (1u << kSiteBits)) return 0;
+  if (site == 0 || site > kSiteSlots) return 0;
   if (atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire) < kSampling) {
     return 0;
   }
@@ -262,7 +268,7 @@ int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most) {
 }
 
 int LeakboundSiteFramesDue(uint32_t site) {
-  if (site == 0 || site > (1u << kSiteBits)) return 0;
+  if (site == 0 || site > kSiteSlots) return 0;
   SiteCold* s = &g_cold[site - 1];
   _Atomic int* state = &g_sites[site - 1].frames_state;
   if (s->frames_sent || s->grew < LEAKBOUND_WATCH_FRAMES_AFTER) return 0;
@@ -292,7 +298,7 @@ int LeakboundSiteFramesDue(uint32_t site) {
 }
 
 int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out) {
-  if (site == 0 || site > (1u << kSiteBits)) return 0;
+  if (site == 0 || site > kSiteSlots) return 0;
   SiteCold* s = &g_cold[site - 1];
   const int state = atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire);
   if (s->python_sent || state < kSampling) return 0;
@@ -332,10 +338,12 @@ int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out) {
   return out->where != NULL;
 }
 
-uint32_t LeakboundSiteFor(uintptr_t pc) {
-  uint64_t hash = (uint64_t)pc * 0x9E3779B97F4A7C15ull;
-  size_t slot = (size_t)(hash >> (64 - kSiteBits));
-  for (int probe = 0; probe < kSiteProbe; ++probe, slot = (slot + 1) & ((1u << kSiteBits) - 1)) {
+/* Probes kSiteProbe slots of [base, base + size) from base + start for pc: its site, or 0 when
+ * none of them is pc's or free. */
+static inline uint32_t Probe(uintptr_t pc, size_t base, size_t size, size_t start) {
+  size_t at = start;
+  for (int probe = 0; probe < kSiteProbe; ++probe, at = at + 1 == size ? 0 : at + 1) {
+    const size_t slot = base + at;
     uintptr_t seen = atomic_load_explicit(&g_sites[slot].pc, memory_order_relaxed);
     if (seen == pc) return (uint32_t)slot + 1;
     if (seen == 0 && atomic_compare_exchange_strong_explicit(&g_sites[slot].pc, &seen, pc,
@@ -347,8 +355,20 @@ uint32_t LeakboundSiteFor(uintptr_t pc) {
     }
     if (seen == pc) return (uint32_t)slot + 1; /* another thread claimed it for the same pc */
   }
-  atomic_fetch_add_explicit(&g_sites_dropped, 1, memory_order_relaxed);
   return 0;
+}
+
+static __attribute__((noinline, cold)) uint32_t SiteForOverflow(uintptr_t pc, uint64_t hash) {
+  const size_t size = kSiteSlots - ((size_t)1 << kSiteBits);
+  const uint32_t site = Probe(pc, (size_t)1 << kSiteBits, size, (size_t)(hash % size));
+  if (site == 0) atomic_fetch_add_explicit(&g_sites_dropped, 1, memory_order_relaxed);
+  return site;
+}
+
+uint32_t LeakboundSiteFor(uintptr_t pc) {
+  const uint64_t hash = (uint64_t)pc * 0x9E3779B97F4A7C15ull;
+  const uint32_t site = Probe(pc, 0, (size_t)1 << kSiteBits, (size_t)(hash >> (64 - kSiteBits)));
+  return __builtin_expect(site != 0, 1) ? site : SiteForOverflow(pc, hash);
 }
 
 static inline int64_t LoadRelaxed(_Atomic int64_t* field) {
@@ -459,7 +479,7 @@ static __attribute__((noinline)) void CensusBook(uint32_t slot, uint32_t census,
 
 void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes,
                         unsigned stamp) {
-  if (site == 0 || site > (1u << kSiteBits)) return;
+  if (site == 0 || site > kSiteSlots) return;
   Book(slot, site, bytes, 1);
   Site* s = &g_sites[site - 1];
   /* The core read the census clock (relaxed) for the stamp: a block stamped in a site's first
@@ -476,7 +496,7 @@ void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes
 
 void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
                        unsigned stamp) {
-  if (site == 0 || site > (1u << kSiteBits)) return;
+  if (site == 0 || site > kSiteSlots) return;
   Book(slot, site, -bytes, -1);
   Site* s = &g_sites[site - 1];
   /* A block in a census cohort was born after the census began (LeakboundSiteAlloc). */
@@ -488,7 +508,7 @@ void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
 
 void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t blocks,
                          unsigned stamp) {
-  if (site == 0 || site > (1u << kSiteBits) || (bytes == 0 && blocks == 0)) return;
+  if (site == 0 || site > kSiteSlots || (bytes == 0 && blocks == 0)) return;
   atomic_store_explicit(&g_cold[site - 1].mapping, 1, memory_order_relaxed);
   Book(0, site, bytes, blocks); /* the shared slot: mappings are few, and any thread unmaps */
   Site* s = &g_sites[site - 1];
@@ -506,12 +526,12 @@ void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t 
 }
 
 int LeakboundSiteIsMapping(uint32_t site) {
-  return site != 0 && site <= (1u << kSiteBits) &&
+  return site != 0 && site <= kSiteSlots &&
          atomic_load_explicit(&g_cold[site - 1].mapping, memory_order_relaxed);
 }
 
 static void List(uint32_t site) {
-  if (site == 0 || site > (1u << kSiteBits) || g_listed_at[site - 1] == g_visits) return;
+  if (site == 0 || site > kSiteSlots || g_listed_at[site - 1] == g_visits) return;
   g_listed_at[site - 1] = g_visits;
   g_changed[g_changed_count++] = site;
 }
@@ -558,7 +578,7 @@ static int ListChanged(void) {
   }
   const uint32_t claimed = atomic_load_explicit(&g_claimed_count, memory_order_acquire);
   uint32_t c = g_named_upto;
-  for (; c < claimed && c < (1u << kSiteBits); ++c) {
+  for (; c < claimed && c < kSiteSlots; ++c) {
     const uint32_t id = atomic_load_explicit(&g_claimed[c], memory_order_acquire);
     if (id == 0) break; /* being claimed: the next visit has it */
     List(id);
@@ -683,7 +703,13 @@ void LeakboundSitesCensus(unsigned cohort_now, LeakboundSiteCensusVisitor visit,
 uint64_t LeakboundSitesDropped(void) { return atomic_load(&g_sites_dropped); }
 
 void LeakboundSitesForget(int forked_child) {
-  for (uint32_t i = 0; i < (1u << kSiteBits); ++i) {
+  /* The claimed sites only (the others hold nothing, and walking all would touch every page of
+   * the table); one being claimed right now (0) starts afresh anyway. */
+  const uint32_t claimed = atomic_load_explicit(&g_claimed_count, memory_order_acquire);
+  for (uint32_t c = 0; c < claimed && c < kSiteSlots; ++c) {
+    const uint32_t id = atomic_load_explicit(&g_claimed[c], memory_order_acquire);
+    if (id == 0) continue;
+    const uint32_t i = id - 1;
     g_cold[i].named = 0;
     g_cold[i].sent_bytes = 0;
     g_cold[i].sent_allocations = 0;
@@ -728,7 +754,7 @@ void LeakboundSitesForget(int forked_child) {
   ++g_census_epoch; /* the threads' entries of those censuses are dropped as they are met */
   /* The next visit sees every site again (each is named anew), and rebuilds who waits. */
   g_full_visit = 1;
-  memset(g_in_waiting, 0, sizeof g_in_waiting);
+  for (uint32_t w = 0; w < g_waiting_count; ++w) g_in_waiting[g_waiting_list[w] - 1] = 0;
   g_waiting_count = 0;
   t_python_where = NULL;
 }

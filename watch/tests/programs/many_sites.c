@@ -1,7 +1,7 @@
-/* More call sites than the preload's site table holds (16,384): each step allocates 64 bytes
- * at 17,408 distinct calls (macro-repeated, each its own return address) and frees them; in
- * `leak` mode it also keeps 40 bytes a step at one line. The heap's counters stay exact past
- * the table; the report says how many allocations were at sites past its room.
+/* More call sites than the hot part of the preload's site table holds (16,384): each step
+ * allocates 64 bytes at 17,408 distinct calls (macro-repeated, each its own return address) and
+ * frees them; in `leak` mode it also keeps 40 bytes a step at one line, claimed after them (in
+ * the table's overflow part). Past the whole table: watch_jit_sites many.
  * Usage: watch_many_sites clean|leak STEPS */
 #include <stdio.h>
 #include <stdlib.h>
