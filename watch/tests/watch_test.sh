@@ -411,17 +411,22 @@ PY
     ;;
   jit_sites_leak)
     # Two call sites in code of no module (an anonymous executable mapping, as a JIT makes),
-    # keeping 32 and 48 B a step: two Growing rows at those rates, not one "?" row of 80.
+    # keeping 32 and 48 B a step: two Growing rows at those rates, not one "?" row of 80, each
+    # named on the line of main that called the generated code (found by a stack scan: the
+    # unwinder stops in code with no unwind tables).
     jit_or_skip
     watch_expect 1 -- "$(dirname "$c_steps")/watch_jit_sites" leak 300
     expect_verdict unbounded-growth host.heap_bytes
-    python3 - "$out/report.json" <<'PY' || fail "the two sites of anonymous code are not two rows"
+    python3 - "$out/report.json" "$programs/jit_sites.c" <<'PY' || fail "the two sites of anonymous code are not two rows on their lines"
 import json, sys
 w = json.load(open(sys.argv[1]))["workloads"][0]
+line = {rate: "jit_sites.c:%d " % n for n, text in enumerate(open(sys.argv[2]), 1)
+        for rate, call in ((32.0, "kept(32);"), (48.0, "other(48);")) if call in text}
 rows = [(a["op"], a["bytes_per_step"]) for a in w["attribution"] if a["rose_at"] == a["transitions"]]
 print("  growing rows:", rows)
-sys.exit(0 if sorted(r for _, r in rows) == [32.0, 48.0] and
-         all(op.startswith("[anonymous]+0x") for op, _ in rows) and rows[0][0] != rows[1][0] else 1)
+sys.exit(0 if sorted(r for _, r in rows) == [32.0, 48.0] and len(line) == 2 and
+         all(line[r] in op and "by stack scan" in op and "allocating in [anonymous]+0x" in op
+             for op, r in rows) else 1)
 PY
     ;;
   jit_sites_clean)

@@ -230,7 +230,8 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
   if (first_time) AddName(site, pc); /* sent before the batch that holds its first entry */
   if (LeakboundSiteFramesDue(site)) {
     uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
-    const int n = LeakboundSiteFrames(site, frames, LEAKBOUND_WATCH_FRAMES);
+    int scanned_from = 0;
+    const int n = LeakboundSiteFrames(site, frames, LEAKBOUND_WATCH_FRAMES, &scanned_from);
     for (int i = 0; i < n; ++i) {
       leakbound_watch_record frame;
       memset(&frame, 0, sizeof frame);
@@ -238,6 +239,7 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
       frame.site = site;
       frame.seq = (uint64_t)i + 1;
       frame.site_pc = frames[i];
+      frame.values[0] = i >= scanned_from;
       NameOf(frames[i], frame.text);
       Send(&frame);
     }

@@ -35,8 +35,15 @@ LB_HIDDEN void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int6
 typedef void (*LeakboundSiteVisitor)(uint32_t site, uintptr_t pc, int64_t bytes,
                                      int64_t allocations, int first_time, void* context);
 /* The callers of an allocation at site (return addresses, innermost first) into `out`, at most
- * `most`; their number. 0 until they were taken, or when none could be. */
-LB_HIDDEN int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most);
+ * `most`; their number. 0 until they were taken, or when none could be. Frames from
+ * *scanned_from on were found by a stack scan past code of no module (LeakboundScanPast). */
+LB_HIDDEN int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most, int* scanned_from);
+/* stack_scan.c. Whether pc is in no loaded module (generated code). */
+LB_HIDDEN int LeakboundInNoModule(uintptr_t pc);
+/* From the hook's frames: up to `most` return addresses into modules, each after a call
+ * instruction, among the words above the slot holding pc (the return address of the allocating
+ * call, in code the unwinder cannot step through); their number. Once per asked site. */
+LB_HIDDEN int LeakboundScanPast(uintptr_t pc, uintptr_t* out, int most);
 /* Whether site's callers are to be sent now: once its survivors grew at
  * LEAKBOUND_WATCH_FRAMES_AFTER visits it asks for them (the next allocation there takes them),
  * and once they are taken it says 1, once. Reporting side. */

@@ -49,11 +49,13 @@ typedef struct Site {
 typedef struct SiteSamples {
   uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
   int frame_count; /* written before frames_state becomes kSampling */
+  int scanned_from; /* frames from this one on were found by a stack scan (stack_scan.c) */
   _Atomic int samples_claimed;
   void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
   const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
 } SiteSamples;
 enum { kSampledSites = 4096 }; /* sites asked beyond these get no callers (their name stays) */
+enum { kScannedFrames = 4 };   /* callers a stack scan may add past code of no module */
 
 /* The census of a site by birth (channel.h, LEAKBOUND_WATCH_SITE_CENSUS): for each cohort of the
  * heap's census, the bytes and blocks the site allocated in it and those of them freed since,
@@ -208,6 +210,11 @@ static void Capture(SiteSamples* s, uintptr_t pc) {
   for (int i = at + 1; i < n && kept < LEAKBOUND_WATCH_FRAMES; ++i) {
     s->frames[kept++] = (uintptr_t)frames[i];
   }
+  s->scanned_from = kept;
+  /* The unwinder stopped at pc, in code of no module: its callers from the stack. */
+  if (at + 1 == n && LeakboundInNoModule(pc)) {
+    kept += LeakboundScanPast(pc, s->frames + kept, kScannedFrames);
+  }
   s->frame_count = at < n ? kept : 0;
 }
 
@@ -254,7 +261,7 @@ static __attribute__((noinline, cold)) void SampleFreed(size_t slot, void* block
   }
 }
 
-int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most) {
+int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most, int* scanned_from) {
   if (site == 0 || site > kSiteSlots) return 0;
   if (atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire) < kSampling) {
     return 0;
@@ -263,6 +270,7 @@ int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most) {
   if (s == NULL) return 0;
   int n = s->frame_count;
   if (n > most) n = most;
+  *scanned_from = s->scanned_from;
   if (n > 0) memcpy(out, s->frames, (size_t)n * sizeof *out);
   return n > 0 ? n : 0;
 }

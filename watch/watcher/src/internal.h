@@ -73,6 +73,9 @@ bool ReadPrivateMemory(std::uint64_t pid, std::uint64_t &rss, std::uint64_t &pss
 // One frame of a call site's stack as the symboliser reads it (symbolize.cc).
 // A frame that is a Python line, not an address: kPythonFrame + "FILE:LINE in FUNCTION".
 inline constexpr const char *kPythonFrame = "python:";
+// A caller found by a stack scan past code of no module (the preload's stack_scan.c), not by the
+// unwinder: kScannedFrame + "PATH+0xOFFSET". Shown with ", by stack scan" after its MODULE+0xOFF.
+inline constexpr const char *kScannedFrame = "scan:";
 
 struct SiteFrame {
   std::string module_path;  // as the preload sent it ("" when it sent no path)

@@ -97,7 +97,7 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       std::vector<std::string> &frames = recording.site_frames[record.site];
       if (record.seq >= 1 && record.seq <= LEAKBOUND_WATCH_FRAMES) {
         if (frames.size() < record.seq) frames.resize(record.seq);
-        frames[record.seq - 1] = text;
+        frames[record.seq - 1] = record.values[0] == 1 ? detail::kScannedFrame + text : text;
       } else {
         ++recording.malformed_records;
       }

@@ -265,6 +265,11 @@ const SiteFrame &Symbolizer::Resolve(const std::string &site) {
   if (site.rfind(kPythonFrame, 0) == 0) {
     return frames_[site] = PythonFrame(site.substr(std::strlen(kPythonFrame)));
   }
+  if (site.rfind(kScannedFrame, 0) == 0) {
+    SiteFrame scanned = Resolve(site.substr(std::strlen(kScannedFrame)));
+    scanned.where += ", by stack scan";
+    return frames_[site] = std::move(scanned);
+  }
   return frames_[site] = impl_->Resolve(site);
 }
 

@@ -72,7 +72,8 @@ typedef enum leakbound_watch_kind {
   /* What the process is in the job, for the report (text: "DataLoader worker 1", "rank 0"). */
   LEAKBOUND_WATCH_ROLE = 13,
   /* One caller of a call site (site: its id; seq: 1 for the site's caller, 2 for that one's,
-   * ...; text: "PATH+0xOFFSET" as NAME's), sent once for a site whose survivors grew at
+   * ...; text: "PATH+0xOFFSET" as NAME's; values[0]: 1 when it was found by a stack scan past
+   * code of no module, not by the unwinder), sent once for a site whose survivors grew at
    * LEAKBOUND_WATCH_FRAMES_AFTER markers: the callers of its next allocation after that. */
   LEAKBOUND_WATCH_FRAME = 14,
   /* The Python line a call site's surviving blocks were allocated under (site: its id; text:
