@@ -206,6 +206,17 @@ case $case_name in
     [ "$inner" = "main c_steps.c:$line" ] || fail "first row's stack ends in '$inner', want main c_steps.c:$line"
     grep -q "<title>main c_steps.c:$line — +24 B/step (100.0%)</title>" "$out/report.html" || fail "no flame graph frame for c_steps.c:$line in report.html"
     ;;
+  c_shared_site_leak)
+    # One call site (strdup's malloc, in libc) reached from two lines of main: the first frees
+    # its copy at once, the second keeps it (24 B/step). The row is named by the caller its
+    # surviving samples came from, not by the caller of the first allocation after it grew
+    # (the freeing line, which runs first in every step).
+    watch_expect 1 -- "$c_steps" shared-site 300
+    expect_verdict unbounded-growth host.heap_bytes
+    expect_top_line - "$programs/c_steps.c" "the leak: 24 B a step"
+    rate=$(report_field "w['attribution'][0]['bytes_per_step']")
+    [ "$rate" = "24.0" ] || fail "the leaking row's rate is $rate B/step, want exactly 24.0"
+    ;;
   c_regrow_leak)
     # A buffer replaced every step, 64 B larger each time (live bytes rise at every block end, at
     # 64 B/step), beside a 24 B/step leak. Each site's own census by birth block decides which

@@ -224,6 +224,24 @@ static void SendSiteBatch(void) {
   if (g_site_batch.count > 0) SendBatch(LEAKBOUND_WATCH_SITES);
 }
 
+/* A site's callers as FRAME records; replace: they take the place of those sent before (the
+ * stack most of its surviving samples came from). */
+static void SendFrames(uint32_t site, const uintptr_t *frames, int n, int scanned_from,
+                       int replace) {
+  for (int i = 0; i < n; ++i) {
+    leakbound_watch_record frame;
+    memset(&frame, 0, sizeof frame);
+    frame.kind = LEAKBOUND_WATCH_FRAME;
+    frame.site = site;
+    frame.seq = (uint64_t)i + 1;
+    frame.site_pc = frames[i];
+    frame.values[0] = i >= scanned_from;
+    frame.values[1] = replace ? (uint64_t)n : 0;
+    NameOf(frames[i], frame.text);
+    Send(&frame);
+  }
+}
+
 static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocations,
                     int first_time, void *context) {
   (void)context;
@@ -232,30 +250,25 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
     uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
     int scanned_from = 0;
     const int n = LeakboundSiteFrames(site, frames, LEAKBOUND_WATCH_FRAMES, &scanned_from);
-    for (int i = 0; i < n; ++i) {
-      leakbound_watch_record frame;
-      memset(&frame, 0, sizeof frame);
-      frame.kind = LEAKBOUND_WATCH_FRAME;
-      frame.site = site;
-      frame.seq = (uint64_t)i + 1;
-      frame.site_pc = frames[i];
-      frame.values[0] = i >= scanned_from;
-      NameOf(frames[i], frame.text);
-      Send(&frame);
-    }
+    SendFrames(site, frames, n, scanned_from, 0);
   }
-  LeakboundSitePython python;
-  if (LeakboundSitePythonDue(site, &python)) {
-    leakbound_watch_record line;
-    memset(&line, 0, sizeof line);
-    line.kind = LEAKBOUND_WATCH_PYTHON;
-    line.site = site;
-    line.site_pc = pc;
-    snprintf(line.text, sizeof line.text, "%s", python.where);
-    line.values[0] = (uint64_t)python.live_here;
-    line.values[1] = (uint64_t)python.live;
-    line.values[2] = (uint64_t)python.taken;
-    Send(&line);
+  LeakboundSiteSamplesRead samples;
+  if (LeakboundSiteSamplesDue(site, &samples)) {
+    if (samples.restacked) {
+      SendFrames(site, samples.frames, samples.frame_count, samples.scanned_from, 1);
+    }
+    if (samples.where != NULL) {
+      leakbound_watch_record line;
+      memset(&line, 0, sizeof line);
+      line.kind = LEAKBOUND_WATCH_PYTHON;
+      line.site = site;
+      line.site_pc = pc;
+      snprintf(line.text, sizeof line.text, "%s", samples.where);
+      line.values[0] = (uint64_t)samples.live_here;
+      line.values[1] = (uint64_t)samples.live;
+      line.values[2] = (uint64_t)samples.taken;
+      Send(&line);
+    }
   }
   leakbound_watch_site_entry *entry = &g_site_batch.entries[g_site_batch.count++];
   entry->site = site;

@@ -50,16 +50,23 @@ LB_HIDDEN int LeakboundScanPast(uintptr_t pc, uintptr_t* out, int most);
 LB_HIDDEN int LeakboundSiteFramesDue(uint32_t site);
 /* What a site's samples say, once they had time to die: the Python line most of the live
  * samples were allocated under (NULL: none carried one), how many live samples came from it,
- * how many are live, how many were taken. */
-typedef struct LeakboundSitePython {
+ * how many are live, how many were taken; and, when more of the live samples came from another
+ * stack than the callers LeakboundSiteFrames gave (those of the first sample), that stack
+ * (restacked 1; frames as LeakboundSiteFrames gives them) and how many live samples it holds. */
+typedef struct LeakboundSiteSamplesRead {
   const char* where;
   int live_here;
   int live;
   int taken;
-} LeakboundSitePython;
-/* 1, once, when a site's samples are read and some live ones carry a Python line. Reporting
- * side. */
-LB_HIDDEN int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out);
+  int restacked;
+  int stack_live;
+  int frame_count;
+  int scanned_from;
+  uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
+} LeakboundSiteSamplesRead;
+/* 1, once, when a site's samples are read and some live ones carry a Python line, or came from
+ * another stack than its callers. Reporting side. */
+LB_HIDDEN int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out);
 /* Once, before any site is claimed: loads the unwinder (backtrace's first call allocates). */
 LB_HIDDEN void LeakboundSitesWarmUp(void);
 LB_HIDDEN void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context);

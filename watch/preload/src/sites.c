@@ -3,59 +3,14 @@
  * a slot with one CAS the first time a call site allocates and then adds with relaxed atomics;
  * the marker reads the table at step ends and reports only what changed. For the sites whose
  * survivors keep growing (at LEAKBOUND_WATCH_FRAMES_AFTER markers) the marker asks for their
- * callers; the next allocation there takes them (backtrace, once per such site: never per
- * allocation, and not for the thousands of sites a program's start-up claims) and the next
- * LEAKBOUND_WATCH_SAMPLES allocations there are kept as samples: the block and the Python line
- * running at the time (leakbound_python_where). A free of a sampled block marks it dead, so the
- * marker can say which line the samples that survive came from: the line whose blocks stay,
- * not the one that happened to allocate first. */
-#include <execinfo.h>
+ * callers and samples (samples.c) and gives them a census by birth block of their own (below). */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "heap_core.h"
 #include "leakbound/watch/heap.h"
-#include "preload_internal.h"
-
-/* Call sites: 65,536 slots in two parts. A site's pc is hashed into the first 16,384 (the hot
- * part: a program's sites touch its pages only, as when that was the whole table); only when 64
- * probes there find no room does it go to the other 49,152 (pages touched only by a program
- * with that many sites; the arrays are zero bss, so untouched parts cost address space, not
- * memory). */
-enum {
-  kSiteBits = 14,            /* the hot part: 16,384 slots */
-  kSiteSlots = 1 << 16,      /* the whole table */
-  kSiteProbe = 64,
-};
-
-/* A site's callers and samples: asked by the marker, the callers taken by the next allocation,
- * then samples until LEAKBOUND_WATCH_SAMPLES were kept, then read by the marker (kReported: no
- * more bookkeeping on its frees). */
-enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled, kReported };
-
-/* What the hooks touch, 32 bytes a site (the probe walks these); the rest is in SiteCold. */
-typedef struct Site {
-  _Atomic uintptr_t pc;
-  _Atomic int frames_state; /* kFrames*: asked by the marker, taken by the next allocation */
-  _Atomic uint32_t census;  /* its SiteCensus + 1 (0: none) */
-  _Atomic int64_t bytes;
-  _Atomic int64_t allocations;
-} Site;
-
-/* The callers once taken and the samples of a site the marker asked about: in a pool, taken
- * when the marker first asks (most sites are never asked: 320 bytes each for all 16,384 sites
- * were ~5 MiB of a PyTorch run's resident memory). */
-typedef struct SiteSamples {
-  uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
-  int frame_count; /* written before frames_state becomes kSampling */
-  int scanned_from; /* frames from this one on were found by a stack scan (stack_scan.c) */
-  _Atomic int samples_claimed;
-  void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
-  const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
-} SiteSamples;
-enum { kSampledSites = 4096 }; /* sites asked beyond these get no callers (their name stays) */
-enum { kScannedFrames = 4 };   /* callers a stack scan may add past code of no module */
+#include "sites_internal.h"
 
 /* The census of a site by birth (channel.h, LEAKBOUND_WATCH_SITE_CENSUS): for each cohort of the
  * heap's census, the bytes and blocks the site allocated in it and those of them freed since,
@@ -98,32 +53,10 @@ typedef struct CensusDelta {
 } CensusDelta;
 static CensusDelta g_census_deltas[LEAKBOUND_HEAP_SLOTS][LEAKBOUND_WATCH_SITE_CENSUSES];
 
-/* The reporting side's books. */
-typedef struct SiteCold {
-  _Atomic uint32_t samples; /* its SiteSamples + 1, set before the marker first asks; 0: none */
-  int named;
-  int grew; /* visits at which its survivors grew */
-  int frames_sent;
-  int python_sent;
-  int visits_sampling; /* visits since the callers were taken */
-  int visits_full;     /* visits since its last sample was kept */
-  int census_asked;    /* a census was given it, or none was left */
-  _Atomic int mapping; /* its allocations are anonymous mappings (mmap), not heap blocks */
-  int64_t sent_bytes;
-  int64_t sent_allocations;
-} SiteCold;
-
 LB_HIDDEN int g_leakbound_sites_on = 1;
-static Site g_sites[kSiteSlots];
-static SiteCold g_cold[kSiteSlots];
-static SiteSamples g_samples[kSampledSites];
-static uint32_t g_samples_used; /* the marker's (under its lock) */
-
-/* A site's samples, or NULL when the marker never asked about it. */
-static inline SiteSamples* SamplesOf(size_t slot) {
-  const uint32_t at = atomic_load_explicit(&g_cold[slot].samples, memory_order_acquire);
-  return at ? &g_samples[at - 1] : NULL;
-}
+LB_HIDDEN Site g_sites[kSiteSlots];
+LB_HIDDEN SiteCold g_cold[kSiteSlots];
+LB_HIDDEN _Atomic int g_sites_waiting;
 /* The claimed slots (slot + 1; 0: being written), in the order they were claimed: the marker
  * walks these, not the 65,536 slots (it did at every step: 11% of the malloc loop's time). */
 static _Atomic uint32_t g_claimed[kSiteSlots];
@@ -180,100 +113,6 @@ static uint32_t g_waiting_list[kSiteSlots];
 static uint32_t g_waiting_count;
 static uint8_t g_in_waiting[kSiteSlots];
 static _Atomic uint64_t g_sites_dropped;
-static __thread int t_unwinding; /* backtrace may allocate: no capture inside a capture */
-static _Atomic int g_unwinder_ready; /* sites claimed before the warm-up keep no callers */
-/* Python attribution (leakbound_python_*): the line the thread's Python code runs, set by the
- * leakbound module's tracer while the marker wants samples. */
-static __thread const char* t_python_where;
-static _Atomic int g_python_tracer;   /* the module will trace: samples wait for its tracing */
-static _Atomic int g_python_tracing;  /* its tracer runs: samples carry the line */
-static _Atomic int g_sites_waiting;   /* sites asked for callers or samples, at the last visit */
-
-void LeakboundSitesWarmUp(void) {
-  void* frames[2];
-  t_unwinding = 1;
-  backtrace(frames, 2);
-  t_unwinding = 0;
-  atomic_store(&g_unwinder_ready, 1);
-}
-
-/* The callers of the allocation call at pc: what backtrace finds past the frame that returns to
- * pc (the hook's own frames come before it). */
-static void Capture(SiteSamples* s, uintptr_t pc) {
-  t_unwinding = 1;
-  void* frames[LEAKBOUND_WATCH_FRAMES + 8];
-  const int n = backtrace(frames, (int)(sizeof frames / sizeof frames[0]));
-  t_unwinding = 0;
-  int at = 0;
-  while (at < n && (uintptr_t)frames[at] != pc) ++at;
-  int kept = 0;
-  for (int i = at + 1; i < n && kept < LEAKBOUND_WATCH_FRAMES; ++i) {
-    s->frames[kept++] = (uintptr_t)frames[i];
-  }
-  s->scanned_from = kept;
-  /* The unwinder stopped at pc, in code of no module: its callers from the stack. */
-  if (at + 1 == n && LeakboundInNoModule(pc)) {
-    kept += LeakboundScanPast(pc, s->frames + kept, kScannedFrames);
-  }
-  s->frame_count = at < n ? kept : 0;
-}
-
-/* The hook's side, on a new block at a site the marker asked about: take the callers if no other
- * thread is taking them, then keep the block as a sample while there is room. With a Python
- * tracer present, nothing is taken until it traces (the line would be missing). */
-static __attribute__((noinline, cold)) void SampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
-  Site* s = &g_sites[slot];
-  SiteSamples* cold = SamplesOf(slot);
-  if (t_unwinding || cold == NULL) return;
-  if (state == kFramesWanted) {
-    int wanted = kFramesWanted;
-    if (!atomic_load_explicit(&g_unwinder_ready, memory_order_relaxed) ||
-        !atomic_compare_exchange_strong(&s->frames_state, &wanted, kFramesTaking)) {
-      return;
-    }
-    Capture(cold, pc);
-    atomic_store_explicit(&s->frames_state, kSampling, memory_order_release);
-  }
-  /* With the module's tracer present, only blocks with a line are kept: none while it is not
-   * tracing, none from a thread it does not trace (only the main thread's line is known). */
-  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
-      (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
-    return;
-  }
-  const int at = atomic_fetch_add_explicit(&cold->samples_claimed, 1, memory_order_relaxed);
-  if (at >= LEAKBOUND_WATCH_SAMPLES) return;
-  cold->sample_where[at] = t_python_where;
-  atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
-  if (at == LEAKBOUND_WATCH_SAMPLES - 1) {
-    atomic_store_explicit(&s->frames_state, kSampled, memory_order_release);
-  }
-}
-
-static __attribute__((noinline, cold)) void SampleFreed(size_t slot, void* block) {
-  SiteSamples* cold = SamplesOf(slot);
-  if (cold == NULL) return;
-  for (int i = 0; i < LEAKBOUND_WATCH_SAMPLES; ++i) {
-    void* expected = block;
-    if (atomic_load_explicit(&cold->sample_block[i], memory_order_relaxed) == block &&
-        atomic_compare_exchange_strong(&cold->sample_block[i], &expected, NULL)) {
-      return;
-    }
-  }
-}
-
-int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most, int* scanned_from) {
-  if (site == 0 || site > kSiteSlots) return 0;
-  if (atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire) < kSampling) {
-    return 0;
-  }
-  const SiteSamples* s = SamplesOf(site - 1);
-  if (s == NULL) return 0;
-  int n = s->frame_count;
-  if (n > most) n = most;
-  *scanned_from = s->scanned_from;
-  if (n > 0) memcpy(out, s->frames, (size_t)n * sizeof *out);
-  return n > 0 ? n : 0;
-}
 
 int LeakboundSiteFramesDue(uint32_t site) {
   if (site == 0 || site > kSiteSlots) return 0;
@@ -303,47 +142,6 @@ int LeakboundSiteFramesDue(uint32_t site) {
   if (atomic_load_explicit(state, memory_order_acquire) < kSampling) return 0;
   s->frames_sent = 1;
   return 1;
-}
-
-int LeakboundSitePythonDue(uint32_t site, LeakboundSitePython* out) {
-  if (site == 0 || site > kSiteSlots) return 0;
-  SiteCold* s = &g_cold[site - 1];
-  const int state = atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire);
-  if (s->python_sent || state < kSampling) return 0;
-  /* Samples are read once their blocks had a step to die in: two visits after the last one was
-   * kept, or LEAKBOUND_WATCH_SAMPLE_VISITS visits after the callers (a site that allocates
-   * rarely). */
-  ++s->visits_sampling;
-  if (state == kSampled) ++s->visits_full;
-  if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
-  const SiteSamples* samples = SamplesOf(site - 1);
-  if (samples == NULL) return 0;
-  int taken = atomic_load_explicit(&samples->samples_claimed, memory_order_relaxed);
-  if (taken > LEAKBOUND_WATCH_SAMPLES) taken = LEAKBOUND_WATCH_SAMPLES;
-  memset(out, 0, sizeof *out);
-  out->taken = taken;
-  for (int i = 0; i < taken; ++i) {
-    if (atomic_load_explicit(&samples->sample_block[i], memory_order_acquire) == NULL) continue;
-    ++out->live;
-    const char* where = samples->sample_where[i];
-    if (where == NULL) continue;
-    int here = 0;
-    for (int j = 0; j < taken; ++j) {
-      /* The block first (acquire): its line was written before it. */
-      if (atomic_load_explicit(&samples->sample_block[j], memory_order_acquire) != NULL &&
-          samples->sample_where[j] == where) {
-        ++here;
-      }
-    }
-    if (here > out->live_here) {
-      out->live_here = here;
-      out->where = where;
-    }
-  }
-  s->python_sent = 1;
-  /* Its callers stay readable; its frees stop looking for samples. */
-  atomic_store_explicit(&g_sites[site - 1].frames_state, kReported, memory_order_release);
-  return out->where != NULL;
 }
 
 /* Probes kSiteProbe slots of [base, base + size) from base + start for pc: its site, or 0 when
@@ -498,7 +296,7 @@ void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 1);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kFramesWanted || state == kSampling, 0)) {
-    SampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), block, state);
+    LeakboundSampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), block, state);
   }
 }
 
@@ -511,7 +309,7 @@ void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 0);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
-  if (__builtin_expect(state == kSampling || state == kSampled, 0)) SampleFreed(site - 1, block);
+  if (__builtin_expect(state == kSampling || state == kSampled, 0)) LeakboundSampleFreed(site - 1, block);
 }
 
 void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t blocks,
@@ -527,9 +325,9 @@ void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t 
   }
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (bytes > 0 && blocks > 0 && (state == kFramesWanted || state == kSampling)) {
-    SampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), (void*)start, state);
+    LeakboundSampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), (void*)start, state);
   } else if (!born && blocks < 0 && (state == kSampling || state == kSampled)) {
-    SampleFreed(site - 1, (void*)start);
+    LeakboundSampleFreed(site - 1, (void*)start);
   }
 }
 
@@ -728,26 +526,9 @@ void LeakboundSitesForget(int forked_child) {
     g_cold[i].visits_full = 0;
     g_cold[i].census_asked = 0;
     atomic_store_explicit(&g_sites[i].census, 0, memory_order_relaxed);
-    /* A forked child samples anew: the parent's samples are its blocks and its lines. Callers
-     * already taken stay (the same code); a capture another thread was in is lost with it. */
-    const int state = atomic_load_explicit(&g_sites[i].frames_state, memory_order_relaxed);
-    SiteSamples* samples = SamplesOf(i);
-    if (state != kFramesNone && samples != NULL) {
-      atomic_store_explicit(&samples->samples_claimed, 0, memory_order_relaxed);
-      for (int k = 0; k < LEAKBOUND_WATCH_SAMPLES; ++k) {
-        atomic_store_explicit(&samples->sample_block[k], NULL, memory_order_relaxed);
-        samples->sample_where[k] = NULL;
-      }
-      atomic_store_explicit(&g_sites[i].frames_state,
-                            state == kFramesTaking ? kFramesNone
-                            : state >= kSampling   ? kSampling
-                                                   : state,
-                            memory_order_relaxed);
-    }
+    LeakboundSamplesForget(i);
   }
-  /* The child's module (the same interpreter: a tracer is still present) drops a tracer it
-   * inherited from a traced step and traces again from its own steps (watch/python/leakbound). */
-  atomic_store(&g_python_tracing, 0);
+  LeakboundPythonForget();
   atomic_store_explicit(&g_sites_waiting, 0, memory_order_relaxed);
   /* The censuses so far are of blocks of the old series (or the parent's): the sites get theirs
    * anew. In a forked child (one thread) their slots are given again; in a restart of the series
@@ -764,21 +545,5 @@ void LeakboundSitesForget(int forked_child) {
   g_full_visit = 1;
   for (uint32_t w = 0; w < g_waiting_count; ++w) g_in_waiting[g_waiting_list[w] - 1] = 0;
   g_waiting_count = 0;
-  t_python_where = NULL;
 }
 
-/* The leakbound module's side (watch/python/leakbound): it says whether its tracer runs (1),
- * will run when sites wait (0: samples wait for it) or never again (-1: samples are taken
- * without a line), asks how many sites wait for samples (the count at the last marker), and
- * sets the thread's line ("FILE:LINE in FUNCTION", a buffer it keeps alive; NULL: none). */
-LB_EXPORT void leakbound_python_tracer(int mode) {
-  atomic_store(&g_python_tracer, mode >= 0);
-  atomic_store(&g_python_tracing, mode > 0);
-  if (mode <= 0) t_python_where = NULL;
-}
-
-LB_EXPORT int leakbound_python_sites_waiting(void) {
-  return atomic_load_explicit(&g_sites_waiting, memory_order_relaxed);
-}
-
-LB_EXPORT void leakbound_python_where(const char* where) { t_python_where = where; }

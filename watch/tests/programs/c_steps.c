@@ -6,7 +6,9 @@
  * kept at steps 149 and 299 only), masked (1 KiB kept every step, a 1 MiB start-up cache dropped
  * at step 170), working-set (one buffer of random size 1..100 KB held across each step),
  * regrow-leak (one buffer replaced every step, 64 bytes larger each time, beside the leak),
- * empty-message (clean, and an empty message written on watch's descriptor first) | bad-names
+ * shared-site (one libc call site, strdup's malloc, reached from two lines: the first frees its
+ * copy at once, the second keeps 24 bytes a step), empty-message (clean, and an empty message
+ * written on watch's descriptor first) | bad-names
  * (clean, and three NAMES batches that do not add up written there first) | bad-site-census
  * (clean, and a SITE_CENSUS batch with three entries that do not fit written there first). */
 #include <time.h>
@@ -124,6 +126,11 @@ int main(int argc, char** argv) {
       kept[step] = malloc(3 * 8); /* the leak beside it */
     }
     if (strcmp(mode, "leak") == 0 || strcmp(mode, "timer-leak") == 0) kept[step] = malloc(24);
+    if (strcmp(mode, "shared-site") == 0) {
+      g_sink = strdup("twenty-three characters"); /* freed at once */
+      free(g_sink);
+      kept[step] = strdup("twenty-three characters"); /* the leak: 24 B a step */
+    }
     if (strncmp(mode, "timer-", 6) == 0) {
       struct timespec pause_time = {0, 2000000};
       nanosleep(&pause_time, NULL);

@@ -95,7 +95,9 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
       break;
     case LEAKBOUND_WATCH_FRAME: {
       std::vector<std::string> &frames = recording.site_frames[record.site];
-      if (record.seq >= 1 && record.seq <= LEAKBOUND_WATCH_FRAMES) {
+      if (record.seq >= 1 && record.seq <= LEAKBOUND_WATCH_FRAMES &&
+          record.values[1] <= LEAKBOUND_WATCH_FRAMES) {
+        if (record.seq == 1 && record.values[1] > 0) frames.assign(record.values[1], {});
         if (frames.size() < record.seq) frames.resize(record.seq);
         frames[record.seq - 1] = record.values[0] == 1 ? detail::kScannedFrame + text : text;
       } else {

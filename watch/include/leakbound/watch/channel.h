@@ -73,8 +73,10 @@ typedef enum leakbound_watch_kind {
   LEAKBOUND_WATCH_ROLE = 13,
   /* One caller of a call site (site: its id; seq: 1 for the site's caller, 2 for that one's,
    * ...; text: "PATH+0xOFFSET" as NAME's; values[0]: 1 when it was found by a stack scan past
-   * code of no module, not by the unwinder), sent once for a site whose survivors grew at
-   * LEAKBOUND_WATCH_FRAMES_AFTER markers: the callers of its next allocation after that. */
+   * code of no module, not by the unwinder; values[1]: 0, or the count of a stack that replaces
+   * the one sent before), sent once for a site whose survivors grew at
+   * LEAKBOUND_WATCH_FRAMES_AFTER markers: the callers of its next allocation after that; sent
+   * again, with values[1] set, when more of its surviving samples came from another stack. */
   LEAKBOUND_WATCH_FRAME = 14,
   /* The Python line a call site's surviving blocks were allocated under (site: its id; text:
    * "FILE:LINE in FUNCTION"; values[0]: live samples from that line, values[1]: live samples,

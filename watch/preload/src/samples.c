@@ -1,0 +1,228 @@
+/* The callers and samples of the call sites the marker asks about (sites.c asks: a site whose
+ * survivors grew at LEAKBOUND_WATCH_FRAMES_AFTER markers). The next allocation there takes the
+ * site's callers (backtrace, once per such site: never per allocation, and not for the
+ * thousands of sites a program's start-up claims); that one and the next
+ * LEAKBOUND_WATCH_SAMPLES - 1 allocations there are kept as samples, each with the stack it came
+ * from and the Python line running at the time (leakbound_python_where). A free of a sampled
+ * block marks it dead, so the marker can say which stack and which line the samples that
+ * survive came from: the caller whose blocks stay, not the one that happened to allocate
+ * first. */
+#include <execinfo.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "sites_internal.h"
+
+LB_HIDDEN SiteSamples g_samples[kSampledSites];
+LB_HIDDEN uint32_t g_samples_used;
+
+static __thread int t_unwinding; /* backtrace may allocate: no capture inside a capture */
+static _Atomic int g_unwinder_ready; /* sites claimed before the warm-up keep no callers */
+/* Python attribution (leakbound_python_*): the line the thread's Python code runs, set by the
+ * leakbound module's tracer while the marker wants samples. */
+static __thread const char* t_python_where;
+static _Atomic int g_python_tracer;   /* the module will trace: samples wait for its tracing */
+static _Atomic int g_python_tracing;  /* its tracer runs: samples carry the line */
+
+void LeakboundSitesWarmUp(void) {
+  void* frames[2];
+  t_unwinding = 1;
+  backtrace(frames, 2);
+  t_unwinding = 0;
+  atomic_store(&g_unwinder_ready, 1);
+}
+
+/* The callers of the allocation call at pc: what backtrace finds past the frame that returns to
+ * pc (the hook's own frames come before it). */
+static void Capture(SiteStack* s, uintptr_t pc) {
+  t_unwinding = 1;
+  void* frames[LEAKBOUND_WATCH_FRAMES + 8];
+  const int n = backtrace(frames, (int)(sizeof frames / sizeof frames[0]));
+  t_unwinding = 0;
+  int at = 0;
+  while (at < n && (uintptr_t)frames[at] != pc) ++at;
+  int kept = 0;
+  for (int i = at + 1; i < n && kept < LEAKBOUND_WATCH_FRAMES; ++i) {
+    s->frames[kept++] = (uintptr_t)frames[i];
+  }
+  s->scanned_from = kept;
+  /* The unwinder stopped at pc, in code of no module: its callers from the stack. */
+  if (at + 1 == n && LeakboundInNoModule(pc)) {
+    kept += LeakboundScanPast(pc, s->frames + kept, kScannedFrames);
+  }
+  s->count = at < n ? kept : 0;
+}
+
+/* Take the callers if no other thread is taking them, then keep the block as a sample while
+ * there is room. With a Python tracer present, nothing is taken until it traces (the line would
+ * be missing). */
+void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
+  Site* s = &g_sites[slot];
+  SiteSamples* cold = SamplesOf(slot);
+  if (t_unwinding || cold == NULL) return;
+  int took_callers = 0;
+  if (state == kFramesWanted) {
+    int wanted = kFramesWanted;
+    if (!atomic_load_explicit(&g_unwinder_ready, memory_order_relaxed) ||
+        !atomic_compare_exchange_strong(&s->frames_state, &wanted, kFramesTaking)) {
+      return;
+    }
+    Capture(&cold->callers, pc);
+    took_callers = 1;
+    atomic_store_explicit(&s->frames_state, kSampling, memory_order_release);
+  }
+  /* With the module's tracer present, only blocks with a line are kept: none while it is not
+   * tracing, none from a thread it does not trace (only the main thread's line is known). */
+  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
+      (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
+    return;
+  }
+  const int at = atomic_fetch_add_explicit(&cold->samples_claimed, 1, memory_order_relaxed);
+  if (at >= LEAKBOUND_WATCH_SAMPLES) return;
+  cold->sample_where[at] = t_python_where;
+  if (took_callers) {
+    cold->sample_stack[at] = cold->callers;
+  } else {
+    Capture(&cold->sample_stack[at], pc);
+  }
+  atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
+  if (at == LEAKBOUND_WATCH_SAMPLES - 1) {
+    atomic_store_explicit(&s->frames_state, kSampled, memory_order_release);
+  }
+}
+
+void LeakboundSampleFreed(size_t slot, void* block) {
+  SiteSamples* cold = SamplesOf(slot);
+  if (cold == NULL) return;
+  for (int i = 0; i < LEAKBOUND_WATCH_SAMPLES; ++i) {
+    void* expected = block;
+    if (atomic_load_explicit(&cold->sample_block[i], memory_order_relaxed) == block &&
+        atomic_compare_exchange_strong(&cold->sample_block[i], &expected, NULL)) {
+      return;
+    }
+  }
+}
+
+static void CopyStack(const SiteStack* from, uintptr_t* out, int most, int* count,
+                      int* scanned_from) {
+  int n = from->count < most ? from->count : most;
+  if (n < 0) n = 0;
+  memcpy(out, from->frames, (size_t)n * sizeof *out);
+  *count = n;
+  *scanned_from = from->scanned_from;
+}
+
+int LeakboundSiteFrames(uint32_t site, uintptr_t* out, int most, int* scanned_from) {
+  if (site == 0 || site > kSiteSlots) return 0;
+  if (atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire) < kSampling) {
+    return 0;
+  }
+  const SiteSamples* s = SamplesOf(site - 1);
+  if (s == NULL) return 0;
+  int n = 0;
+  CopyStack(&s->callers, out, most, &n, scanned_from);
+  return n;
+}
+
+static int SameStack(const SiteStack* a, const SiteStack* b) {
+  return a->count == b->count && a->scanned_from == b->scanned_from &&
+         memcmp(a->frames, b->frames, (size_t)a->count * sizeof a->frames[0]) == 0;
+}
+
+int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
+  if (site == 0 || site > kSiteSlots) return 0;
+  SiteCold* s = &g_cold[site - 1];
+  const int state = atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire);
+  if (s->python_sent || state < kSampling) return 0;
+  /* Samples are read once their blocks had a step to die in: two visits after the last one was
+   * kept, or LEAKBOUND_WATCH_SAMPLE_VISITS visits after the callers (a site that allocates
+   * rarely). */
+  ++s->visits_sampling;
+  if (state == kSampled) ++s->visits_full;
+  if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
+  const SiteSamples* samples = SamplesOf(site - 1);
+  if (samples == NULL) return 0;
+  int taken = atomic_load_explicit(&samples->samples_claimed, memory_order_relaxed);
+  if (taken > LEAKBOUND_WATCH_SAMPLES) taken = LEAKBOUND_WATCH_SAMPLES;
+  memset(out, 0, sizeof *out);
+  out->taken = taken;
+  /* The blocks first (acquire): a sample's line and stack were written before its block. */
+  int live[LEAKBOUND_WATCH_SAMPLES];
+  for (int i = 0; i < taken; ++i) {
+    live[i] = atomic_load_explicit(&samples->sample_block[i], memory_order_acquire) != NULL;
+    out->live += live[i];
+  }
+  int callers_live = 0, best = -1, best_live = 0;
+  for (int i = 0; i < taken; ++i) {
+    if (!live[i]) continue;
+    callers_live += SameStack(&samples->sample_stack[i], &samples->callers);
+    int here = 0, stack_here = 0;
+    for (int j = 0; j < taken; ++j) {
+      if (!live[j]) continue;
+      here += samples->sample_where[i] != NULL && samples->sample_where[j] == samples->sample_where[i];
+      stack_here += SameStack(&samples->sample_stack[j], &samples->sample_stack[i]);
+    }
+    if (here > out->live_here) {
+      out->live_here = here;
+      out->where = samples->sample_where[i];
+    }
+    if (stack_here > best_live) {
+      best_live = stack_here;
+      best = i;
+    }
+  }
+  /* The callers sent are those of the first sample; a stack more of the survivors came from
+   * replaces them. */
+  if (best >= 0 && best_live > callers_live && samples->sample_stack[best].count > 0) {
+    CopyStack(&samples->sample_stack[best], out->frames, LEAKBOUND_WATCH_FRAMES,
+              &out->frame_count, &out->scanned_from);
+    out->stack_live = best_live;
+    out->restacked = 1;
+  }
+  s->python_sent = 1;
+  /* Its callers stay readable; its frees stop looking for samples. */
+  atomic_store_explicit(&g_sites[site - 1].frames_state, kReported, memory_order_release);
+  return out->where != NULL || out->restacked;
+}
+
+void LeakboundSamplesForget(size_t i) {
+  /* A forked child samples anew: the parent's samples are its blocks and its lines. Callers
+   * already taken stay (the same code); a capture another thread was in is lost with it. */
+  const int state = atomic_load_explicit(&g_sites[i].frames_state, memory_order_relaxed);
+  SiteSamples* samples = SamplesOf(i);
+  if (state != kFramesNone && samples != NULL) {
+    atomic_store_explicit(&samples->samples_claimed, 0, memory_order_relaxed);
+    for (int k = 0; k < LEAKBOUND_WATCH_SAMPLES; ++k) {
+      atomic_store_explicit(&samples->sample_block[k], NULL, memory_order_relaxed);
+      samples->sample_where[k] = NULL;
+    }
+    atomic_store_explicit(&g_sites[i].frames_state,
+                          state == kFramesTaking ? kFramesNone
+                          : state >= kSampling   ? kSampling
+                                                 : state,
+                          memory_order_relaxed);
+  }
+}
+
+void LeakboundPythonForget(void) {
+  /* The child's module (the same interpreter: a tracer is still present) drops a tracer it
+   * inherited from a traced step and traces again from its own steps (watch/python/leakbound). */
+  atomic_store(&g_python_tracing, 0);
+  t_python_where = NULL;
+}
+
+/* The leakbound module's side (watch/python/leakbound): it says whether its tracer runs (1),
+ * will run when sites wait (0: samples wait for it) or never again (-1: samples are taken
+ * without a line), asks how many sites wait for samples (the count at the last marker), and
+ * sets the thread's line ("FILE:LINE in FUNCTION", a buffer it keeps alive; NULL: none). */
+LB_EXPORT void leakbound_python_tracer(int mode) {
+  atomic_store(&g_python_tracer, mode >= 0);
+  atomic_store(&g_python_tracing, mode > 0);
+  if (mode <= 0) t_python_where = NULL;
+}
+
+LB_EXPORT int leakbound_python_sites_waiting(void) {
+  return atomic_load_explicit(&g_sites_waiting, memory_order_relaxed);
+}
+
+LB_EXPORT void leakbound_python_where(const char* where) { t_python_where = where; }

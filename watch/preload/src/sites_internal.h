@@ -1,0 +1,97 @@
+/* The call-site table's state shared by sites.c (the table, its books and censuses) and
+ * samples.c (the callers and samples of the sites the marker asks about). Internal to the
+ * preload. */
+#ifndef LEAKBOUND_WATCH_PRELOAD_SITES_INTERNAL_H_
+#define LEAKBOUND_WATCH_PRELOAD_SITES_INTERNAL_H_
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "preload_internal.h"
+
+/* Call sites: 65,536 slots in two parts. A site's pc is hashed into the first 16,384 (the hot
+ * part: a program's sites touch its pages only, as when that was the whole table); only when 64
+ * probes there find no room does it go to the other 49,152 (pages touched only by a program
+ * with that many sites; the arrays are zero bss, so untouched parts cost address space, not
+ * memory). */
+enum {
+  kSiteBits = 14,            /* the hot part: 16,384 slots */
+  kSiteSlots = 1 << 16,      /* the whole table */
+  kSiteProbe = 64,
+};
+
+/* A site's callers and samples: asked by the marker, the callers taken by the next allocation,
+ * then samples until LEAKBOUND_WATCH_SAMPLES were kept, then read by the marker (kReported: no
+ * more bookkeeping on its frees). */
+enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled, kReported };
+
+/* What the hooks touch, 32 bytes a site (the probe walks these); the rest is in SiteCold. */
+typedef struct Site {
+  _Atomic uintptr_t pc;
+  _Atomic int frames_state; /* kFrames*: asked by the marker, taken by the next allocation */
+  _Atomic uint32_t census;  /* its SiteCensus + 1 (0: none) */
+  _Atomic int64_t bytes;
+  _Atomic int64_t allocations;
+} Site;
+
+/* A stack: return addresses, innermost first; frames from scanned_from on were found by a stack
+ * scan past code of no module (stack_scan.c). */
+typedef struct SiteStack {
+  uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
+  int count;
+  int scanned_from;
+} SiteStack;
+
+/* The callers once taken and the samples of a site the marker asked about: in a pool, taken
+ * when the marker first asks (most sites are never asked: 320 bytes each for all 16,384 sites
+ * were ~5 MiB of a PyTorch run's resident memory). Each sample keeps the stack it was allocated
+ * from, so that a site reached from several callers is named by the one its survivors came
+ * from (the callers are those of its first allocation after it was seen growing). */
+typedef struct SiteSamples {
+  SiteStack callers; /* written before frames_state becomes kSampling */
+  _Atomic int samples_claimed;
+  void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
+  const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
+  SiteStack sample_stack[LEAKBOUND_WATCH_SAMPLES];     /* written before its block */
+} SiteSamples;
+enum { kSampledSites = 4096 }; /* sites asked beyond these get no callers (their name stays) */
+enum { kScannedFrames = 4 };   /* callers a stack scan may add past code of no module */
+
+/* The reporting side's books. */
+typedef struct SiteCold {
+  _Atomic uint32_t samples; /* its SiteSamples + 1, set before the marker first asks; 0: none */
+  int named;
+  int grew; /* visits at which its survivors grew */
+  int frames_sent;
+  int python_sent;
+  int visits_sampling; /* visits since the callers were taken */
+  int visits_full;     /* visits since its last sample was kept */
+  int census_asked;    /* a census was given it, or none was left */
+  _Atomic int mapping; /* its allocations are anonymous mappings (mmap), not heap blocks */
+  int64_t sent_bytes;
+  int64_t sent_allocations;
+} SiteCold;
+
+extern LB_HIDDEN Site g_sites[kSiteSlots];
+extern LB_HIDDEN SiteCold g_cold[kSiteSlots];
+extern LB_HIDDEN SiteSamples g_samples[kSampledSites];
+extern LB_HIDDEN uint32_t g_samples_used; /* the marker's (under its lock) */
+extern LB_HIDDEN _Atomic int g_sites_waiting; /* sites asked for callers or samples, last visit */
+
+/* A site's samples, or NULL when the marker never asked about it. */
+static inline SiteSamples* SamplesOf(size_t slot) {
+  const uint32_t at = atomic_load_explicit(&g_cold[slot].samples, memory_order_acquire);
+  return at ? &g_samples[at - 1] : NULL;
+}
+
+/* samples.c. The hook's side, on a new block at a site the marker asked about (state:
+ * kFramesWanted or kSampling), and on a freed block of a site that samples. */
+LB_HIDDEN void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state);
+LB_HIDDEN void LeakboundSampleFreed(size_t slot, void* block);
+/* Series restarts and forked children: slot's samples are dropped (LeakboundSitesForget), and
+ * the Python tracer's state with them. */
+LB_HIDDEN void LeakboundSamplesForget(size_t slot);
+LB_HIDDEN void LeakboundPythonForget(void);
+
+#endif /* LEAKBOUND_WATCH_PRELOAD_SITES_INTERNAL_H_ */
