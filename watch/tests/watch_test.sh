@@ -318,6 +318,7 @@ PY
     expect_verdict unbounded-growth host.heap_bytes
     slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
     [ -n "$want" ] && [ "$slope" = "$want" ] || fail "host.heap_bytes slope $slope B/step, want $want (sys.getsizeof of what a step keeps)"
+    expect_top_line - "$programs/py_pymalloc.py" 'made = (bytes(200), array.array("b", bytes(300)))'
     ;;
   py_pymalloc_clean)
     "$python" -c "" 2>/dev/null || { echo "SKIP: no $python"; exit 77; }
@@ -359,6 +360,7 @@ PY
     [ "$slope" = "8800.0" ] || fail "host.heap_bytes slope $slope, want exactly 8800.0 bytes/step"
     # The site's own census: 1,023 threads on their own books, 77 on the shared slot's.
     expect_top_census - growth 8800
+    expect_top_line - "$programs/many_threads.c" "if (g_leak) g_kept[t][step] = malloc(8);"
     ;;
   many_threads_churn_leak)
     # A long run of short threads: 32 started and joined a step, 64,000 in all, so the heap's
@@ -370,6 +372,7 @@ PY
     [ "$slope" = "256.0" ] || fail "host.heap_bytes slope $slope, want exactly 256.0 bytes/step"
     expect_steps 2000
     expect_top_census - growth 256  # the census books of slots given back and reused
+    expect_top_line - "$programs/many_threads.c" "if (g_leak && !malloc(8)) abort();"
     ;;
   many_threads_churn_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_many_threads" churn-clean 2000
@@ -1071,6 +1074,9 @@ import json; t = json.load(open('$out/trace.json'))['traces'][0]
 n = len(t['counters'][0]['values'])
 assert n == 100, '%d samples, want the 100 steps' % n
 assert 'the timer stopped at its first step' in t['subject']['description'], t['subject']['description']" || fail "timer and step samples mixed"
+    # The leaking line of the -c program: "<module> at <string>:6".
+    top=$(report_field "w['attribution'][0]['op']")
+    [[ "$top" == "<module> at <string>:6 "* ]] || fail "first row '$top', want the bytearray line, <string>:6"
     ;;
   torch_clean_step_on) torch_case 0 PASS clean step_on --step-on torch.optim.Optimizer.step ;;
   torch_sum_loss_step_on)
