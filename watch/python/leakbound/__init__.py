@@ -207,11 +207,17 @@ def _collect():
 # Python lines (docs/watch.md, "Python lines"): once the marker has asked for samples of a call
 # site that keeps growing, the next steps run traced (sys.settrace, the program's own frames
 # only) so that each sampled block carries the line of the program that was running; at most
-# _LINES_BUDGET steps per process, then no more tracing. LEAKBOUND_PYTHON_LINES=0: never.
+# _LINES_BUDGET steps per process, then no more tracing. LEAKBOUND_PYTHON_LINES=0: never. A
+# program that traces itself (a debugger, coverage) keeps its tracer: the steps run under a
+# profile hook instead (sys.setprofile: calls and returns), which also gives a frame of the
+# program's own code that its tracer does not trace line by line (f_trace None) our local trace
+# function: the program's tracer hands that frame's line events to it, and sees nothing else
+# change. In a frame the program does trace, the line is that of its last call.
 _LINES_BUDGET = 16
 _LINES_ON = _os.environ.get("LEAKBOUND_PYTHON_LINES", "1") != "0"
 _lines_left = _LINES_BUDGET if _LINES_ON else 0
 _lines_state = None  # None: not registered yet; "idle", "tracing", "done"
+_lines_by_profile = False  # "tracing" runs the profile hook, not the tracer (the program traces)
 # Function entries one traced stretch may see before the tracer stops for good: a program that
 # stops marking steps while traced (its loop ended, an exception) is not traced to its end.
 _CALLS_BUDGET = 200000
@@ -275,10 +281,39 @@ def _global_trace(frame, event, arg):
     return _local_trace
 
 
+def _profile_hook(frame, event, arg):
+    """The profile hook's line: at a call of a C function (where most blocks are made) the
+    caller's line, at a Python call the callee's first line, at a return the caller's line."""
+    global _calls_left
+    if _lines_state != "tracing":
+        return
+    if event == "c_call":
+        _py_where(_line_of(frame))
+    elif event == "call":
+        _calls_left -= 1
+        if _calls_left <= 0:
+            _lines_stop("done")
+            return
+        if frame.f_trace is None and _is_user(frame.f_code):
+            frame.f_trace = _local_trace  # its lines, through the program's tracer
+        _py_where(_line_of(frame))
+    elif event == "return":
+        _py_where(_line_of(frame.f_back))
+
+
+def _our_hook_left():
+    """Whether the hook we set is still the thread's (the program may replace it)."""
+    if _lines_by_profile:
+        return _sys.getprofile() is _profile_hook
+    return _sys.gettrace() is _global_trace
+
+
 def _lines_stop(state):
     global _lines_state
     if _sys.gettrace() is _global_trace:
         _sys.settrace(None)
+    if _sys.getprofile() is _profile_hook:
+        _sys.setprofile(None)
     _lines_state = state
     _py_tracer(0 if state == "idle" else -1)
 
@@ -289,6 +324,8 @@ def _lines_after_fork():
     global _lines_state, _lines_left
     if _sys.gettrace() is _global_trace:
         _sys.settrace(None)
+    if _sys.getprofile() is _profile_hook:
+        _sys.setprofile(None)
     _lines_state = None
     _lines_left = _LINES_BUDGET if _LINES_ON else 0
 
@@ -297,13 +334,24 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_lines_after_fork)
 
 
+def _trace_running_frames(untraced_only):
+    """Our local trace function on the frames of the program's own code that run now (the step's
+    caller and up): with untraced_only, only on those the program's tracer leaves alone."""
+    frame = _sys._getframe(2)
+    while frame is not None:
+        if _is_user(frame.f_code) and not (untraced_only and frame.f_trace is not None):
+            frame.f_trace = _local_trace
+        frame = frame.f_back
+
+
 def _lines_after_mark():
     """After a marker: trace the next step while sites wait for samples, within the budget."""
-    global _lines_state, _lines_left, _calls_left
+    global _lines_state, _lines_left, _calls_left, _lines_by_profile
     if _lines_state is None:
         # Registered at the first step, so that samples wait for the tracer from the start; a
-        # program that traces itself (a debugger, coverage) is left alone.
-        _lines_state = "idle" if _lines_left > 0 and _sys.gettrace() is None else "done"
+        # program that both traces and profiles itself is left alone.
+        hook_free = _sys.gettrace() is None or _sys.getprofile() is None
+        _lines_state = "idle" if _lines_left > 0 and hook_free else "done"
         _py_tracer(0 if _lines_state == "idle" else -1)
         return
     if _lines_state == "done":
@@ -311,24 +359,30 @@ def _lines_after_mark():
     waiting = _py_waiting() > 0
     if _lines_state == "tracing":
         _lines_left -= 1
-        if _sys.gettrace() is not _global_trace:
-            _lines_stop("done")  # the program (a debugger, coverage) took the tracer
+        if not _our_hook_left():
+            _lines_stop("done")  # the program (a debugger, a profiler) took the hook
         elif not waiting or _lines_left <= 0:
             _lines_stop("idle" if _lines_left > 0 else "done")
         return
-    if waiting and _sys.gettrace() is not None:
-        _lines_stop("done")  # a tracer of the program's own: sites sample without a line
-    elif waiting:
-        _calls_left = _CALLS_BUDGET
+    if not waiting:
+        return
+    _calls_left = _CALLS_BUDGET
+    if _sys.gettrace() is None:
+        _lines_by_profile = False
         _lines_state = "tracing"
         _sys.settrace(_global_trace)
-        frame = _sys._getframe(1)
-        while frame is not None:
-            if _is_user(frame.f_code):
-                frame.f_trace = _local_trace
-            frame = frame.f_back
-        _py_where(_line_of(_sys._getframe(1)))
-        _py_tracer(1)
+        _trace_running_frames(untraced_only=False)
+    elif _sys.getprofile() is None:
+        # A tracer of the program's own (a debugger, coverage) stays; the profile hook runs.
+        _lines_by_profile = True
+        _lines_state = "tracing"
+        _sys.setprofile(_profile_hook)
+        _trace_running_frames(untraced_only=True)
+    else:
+        _lines_stop("done")  # the program holds both hooks: sites sample without a line
+        return
+    _py_where(_line_of(_sys._getframe(1)))
+    _py_tracer(1)
 
 
 def mark():

@@ -3,7 +3,9 @@ py_lines_*): `py_lines.py MODE`, 300 steps marked with leakbound.step().
 
 MODE: leak (each step keeps a 512-byte bytearray, made by keep(); a 64-byte one made by churn()
 dies every step) | own_tracer (the same leak; at step 2, before any site is sampled, the program
-installs a tracer of its own, as a debugger or coverage would: it must stay) | busy_thread (the same leak, while another Python thread runs
+installs a tracer of its own, as a debugger or coverage would: it must stay, and the line comes
+from watch's profile hook) | own_hooks (the same, with a profile hook of its own as well: both
+must stay, and no line is taken) | busy_thread (the same leak, while another Python thread runs
 Python code without pause) | fork (the parent keeps a bytearray a step made by keep() for 120
 steps, long enough for its samples to be read, then forks; the child keeps one a step made by
 child_keep(), marks 300 steps of its own and exits: the child's line is child_keep's, never the
@@ -35,6 +37,10 @@ def own_tracer(frame, event, arg):
     return None
 
 
+def own_profiler(frame, event, arg):
+    return None
+
+
 def spin(stop):
     n = 0
     while not stop.is_set():
@@ -61,11 +67,15 @@ if MODE == "fork":
     sys.exit(os.waitstatus_to_exitcode(status))
 
 for step in range(300):
-    if MODE == "own_tracer" and step == 2:
+    if MODE in ("own_tracer", "own_hooks") and step == 2:
         sys.settrace(own_tracer)
+    if MODE == "own_hooks" and step == 2:
+        sys.setprofile(own_profiler)
     churn()
     keep()
     leakbound.step()
 stop.set()
-if MODE == "own_tracer" and sys.gettrace() is not own_tracer:
+if MODE in ("own_tracer", "own_hooks") and sys.gettrace() is not own_tracer:
     sys.exit(7)  # the program's own tracer was replaced
+if MODE == "own_hooks" and sys.getprofile() is not own_profiler:
+    sys.exit(8)  # the program's own profile hook was replaced
