@@ -217,7 +217,9 @@ _LINES_BUDGET = 16
 _LINES_ON = _os.environ.get("LEAKBOUND_PYTHON_LINES", "1") != "0"
 _lines_left = _LINES_BUDGET if _LINES_ON else 0
 _lines_state = None  # None: not registered yet; "idle", "tracing", "done"
-_lines_by_profile = False  # "tracing" runs the profile hook, not the tracer (the program traces)
+# How "tracing" runs: "trace" (our tracer), "profile" (our profile hook; the program traces),
+# "frames" (only our local trace on the frames that run at the step: the program holds both).
+_lines_hook = "trace"
 # Function entries one traced stretch may see before the tracer stops for good: a program that
 # stops marking steps while traced (its loop ended, an exception) is not traced to its end.
 _CALLS_BUDGET = 200000
@@ -303,8 +305,10 @@ def _profile_hook(frame, event, arg):
 
 def _our_hook_left():
     """Whether the hook we set is still the thread's (the program may replace it)."""
-    if _lines_by_profile:
+    if _lines_hook == "profile":
         return _sys.getprofile() is _profile_hook
+    if _lines_hook == "frames":
+        return _sys.gettrace() is not None  # the program's tracer hands on our frames' lines
     return _sys.gettrace() is _global_trace
 
 
@@ -346,12 +350,10 @@ def _trace_running_frames(untraced_only):
 
 def _lines_after_mark():
     """After a marker: trace the next step while sites wait for samples, within the budget."""
-    global _lines_state, _lines_left, _calls_left, _lines_by_profile
+    global _lines_state, _lines_left, _calls_left, _lines_hook
     if _lines_state is None:
-        # Registered at the first step, so that samples wait for the tracer from the start; a
-        # program that both traces and profiles itself is left alone.
-        hook_free = _sys.gettrace() is None or _sys.getprofile() is None
-        _lines_state = "idle" if _lines_left > 0 and hook_free else "done"
+        # Registered at the first step, so that samples wait for the tracer from the start.
+        _lines_state = "idle" if _lines_left > 0 else "done"
         _py_tracer(0 if _lines_state == "idle" else -1)
         return
     if _lines_state == "done":
@@ -367,20 +369,21 @@ def _lines_after_mark():
     if not waiting:
         return
     _calls_left = _CALLS_BUDGET
+    _lines_state = "tracing"
     if _sys.gettrace() is None:
-        _lines_by_profile = False
-        _lines_state = "tracing"
+        _lines_hook = "trace"
         _sys.settrace(_global_trace)
         _trace_running_frames(untraced_only=False)
     elif _sys.getprofile() is None:
         # A tracer of the program's own (a debugger, coverage) stays; the profile hook runs.
-        _lines_by_profile = True
-        _lines_state = "tracing"
+        _lines_hook = "profile"
         _sys.setprofile(_profile_hook)
         _trace_running_frames(untraced_only=True)
     else:
-        _lines_stop("done")  # the program holds both hooks: sites sample without a line
-        return
+        # The program holds both hooks: the frames that run now, where its tracer leaves them
+        # untraced, still give their lines (a function they call is named by its call's line).
+        _lines_hook = "frames"
+        _trace_running_frames(untraced_only=True)
     _py_where(_line_of(_sys._getframe(1)))
     _py_tracer(1)
 

@@ -5,7 +5,7 @@ MODE: leak (each step keeps a 512-byte bytearray, made by keep(); a 64-byte one 
 dies every step) | own_tracer (the same leak; at step 2, before any site is sampled, the program
 installs a tracer of its own, as a debugger or coverage would: it must stay, and the line comes
 from watch's profile hook) | own_hooks (the same, with a profile hook of its own as well: both
-must stay, and no line is taken) | busy_thread (the same leak, while another Python thread runs
+must stay; the line is the loop's, that calls keep()) | busy_thread (the same leak, while another Python thread runs
 Python code without pause) | fork (the parent keeps a bytearray a step made by keep() for 120
 steps, long enough for its samples to be read, then forks; the child keeps one a step made by
 child_keep(), marks 300 steps of its own and exits: the child's line is child_keep's, never the
@@ -72,7 +72,7 @@ for step in range(300):
     if MODE == "own_hooks" and step == 2:
         sys.setprofile(own_profiler)
     churn()
-    keep()
+    keep()  # the call of the leaking function
     leakbound.step()
 stop.set()
 if MODE in ("own_tracer", "own_hooks") and sys.gettrace() is not own_tracer:
