@@ -10,11 +10,27 @@
 #include <execinfo.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "sites_internal.h"
 
-LB_HIDDEN SiteSamples g_samples[kSampledSites];
+LB_HIDDEN SiteSamples* _Atomic g_sample_chunks[kSampleChunks];
 LB_HIDDEN uint32_t g_samples_used;
+
+uint32_t LeakboundSamplesTake(void) {
+  if (g_samples_used == kSampledSites) return 0;
+  const uint32_t chunk = g_samples_used / kSamplesPerChunk;
+  if (atomic_load_explicit(&g_sample_chunks[chunk], memory_order_relaxed) == NULL) {
+    /* A raw syscall: no interposed mmap books it. Zero pages, as the static pool was. */
+    const long mapped = syscall(SYS_mmap, NULL, sizeof(SiteSamples) * kSamplesPerChunk,
+                                PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapped == -1) return 0; /* address space is short: this site keeps its name */
+    atomic_store_explicit(&g_sample_chunks[chunk], (SiteSamples*)mapped, memory_order_relaxed);
+  }
+  return ++g_samples_used;
+}
 
 static __thread int t_unwinding; /* backtrace may allocate: no capture inside a capture */
 static _Atomic int g_unwinder_ready; /* sites claimed before the warm-up keep no callers */

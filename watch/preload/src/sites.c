@@ -120,8 +120,10 @@ int LeakboundSiteFramesDue(uint32_t site) {
   _Atomic int* state = &g_sites[site - 1].frames_state;
   if (s->frames_sent || s->grew < LEAKBOUND_WATCH_FRAMES_AFTER) return 0;
   if (atomic_load_explicit(&s->samples, memory_order_relaxed) == 0) {
-    if (g_samples_used == kSampledSites) return 0; /* the pool is spent: never asked */
-    atomic_store_explicit(&s->samples, ++g_samples_used, memory_order_release);
+    const uint32_t samples = LeakboundSamplesTake();
+    if (samples == 0) return 0; /* the pool is spent (or unmapped): never asked */
+    /* Release: the chunk's pointer before the index (SamplesOf reads them in that order). */
+    atomic_store_explicit(&s->samples, samples, memory_order_release);
   }
   if (!s->census_asked) {
     s->census_asked = 1;

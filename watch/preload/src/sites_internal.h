@@ -45,7 +45,9 @@ typedef struct SiteStack {
 
 /* The callers once taken and the samples of a site the marker asked about: in a pool, taken
  * when the marker first asks (most sites are never asked: 320 bytes each for all 16,384 sites
- * were ~5 MiB of a PyTorch run's resident memory). Each sample keeps the stack it was allocated
+ * were ~5 MiB of a PyTorch run's resident memory). The pool is mapped in chunks of
+ * kSamplesPerChunk as sites are asked (1,488 bytes a site: a static pool of 4,096 was 6 MiB of
+ * address space, enough to cost a program under `ulimit -v` one of its blocks). Each sample keeps the stack it was allocated
  * from, so that a site reached from several callers is named by the one its survivors came
  * from (the callers are those of its first allocation after it was seen growing). */
 typedef struct SiteSamples {
@@ -56,6 +58,7 @@ typedef struct SiteSamples {
   SiteStack sample_stack[LEAKBOUND_WATCH_SAMPLES];     /* written before its block */
 } SiteSamples;
 enum { kSampledSites = 4096 }; /* sites asked beyond these get no callers (their name stays) */
+enum { kSamplesPerChunk = 64, kSampleChunks = kSampledSites / kSamplesPerChunk };
 enum { kScannedFrames = 4 };   /* callers a stack scan may add past code of no module */
 
 /* The reporting side's books. */
@@ -75,15 +78,22 @@ typedef struct SiteCold {
 
 extern LB_HIDDEN Site g_sites[kSiteSlots];
 extern LB_HIDDEN SiteCold g_cold[kSiteSlots];
-extern LB_HIDDEN SiteSamples g_samples[kSampledSites];
+extern LB_HIDDEN SiteSamples* _Atomic g_sample_chunks[kSampleChunks];
 extern LB_HIDDEN uint32_t g_samples_used; /* the marker's (under its lock) */
 extern LB_HIDDEN _Atomic int g_sites_waiting; /* sites asked for callers or samples, last visit */
 
-/* A site's samples, or NULL when the marker never asked about it. */
+/* A site's samples, or NULL when the marker never asked about it. Its chunk was mapped before
+ * the site's index was published. */
 static inline SiteSamples* SamplesOf(size_t slot) {
   const uint32_t at = atomic_load_explicit(&g_cold[slot].samples, memory_order_acquire);
-  return at ? &g_samples[at - 1] : NULL;
+  if (at == 0) return NULL;
+  SiteSamples* chunk = atomic_load_explicit(&g_sample_chunks[(at - 1) / kSamplesPerChunk],
+                                            memory_order_relaxed);
+  return &chunk[(at - 1) % kSamplesPerChunk];
 }
+/* The marker's side (under its lock): a pool entry for a site it asks about, its index + 1, or 0
+ * when the pool is spent or its chunk could not be mapped (the site keeps its name). */
+LB_HIDDEN uint32_t LeakboundSamplesTake(void);
 
 /* samples.c. The hook's side, on a new block at a site the marker asked about (state:
  * kFramesWanted or kSampling), and on a freed block of a site that samples. */
