@@ -409,6 +409,21 @@ PY
     [ "$slope" = "40.0" ] || fail "host.heap_bytes slope $slope, want exactly 40.0 bytes/step"
     report_field "w['description']" | grep -q "call sites past the site table's room" || fail "the dropped sites are not said"
     if report_field "w['description']" | grep -q "could not be recorded"; then fail "dropped call sites read as a full record table"; fi
+    # Those sites share one row; its samples keep what survives, and their stacks name the line.
+    expect_top_line - "$programs/jit_sites.c" "the leak: 40 B a step"
+    expect_top_census - growth 40
+    ;;
+  many_sites_past_table_clean)
+    # The same sites, the 40 bytes freed a step later: the shared row of the sites past the
+    # table does not grow.
+    jit_or_skip
+    watch_expect 0 -- "$(dirname "$c_steps")/watch_jit_sites" many-clean 100
+    expect_verdict PASS host.heap_bytes
+    python3 -c "
+import json, sys
+rows = [a for a in json.load(open('$out/report.json'))['workloads'][0]['attribution']
+        if 'past the table' in a['op'] and a.get('census') in ('growth', 'recurring')]
+sys.exit('a growing row of the sites past the table: %s' % rows if rows else 0)" || fail "the sites past the table grow in the clean twin"
     ;;
   maps_leak)
     # Anonymous mmap / munmap (a hole) / mremap / four threads unmapping one mapping at once, and

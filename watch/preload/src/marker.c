@@ -135,6 +135,10 @@ static void Sample(leakbound_watch_counters *out) {
  * module (a JIT's output) is "[anonymous]+0xADDRESS", its own address, so that two such call
  * sites keep names of their own (one name "?" summed them into one row). */
 static void NameOf(uintptr_t pc, char *out) {
+  if (pc == LEAKBOUND_OVERFLOW_PC) { /* its samples' frames say where */
+    CopyText(out, "[call sites past the table]");
+    return;
+  }
   const char *path = NULL;
   uintptr_t bias = 0;
 #if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)

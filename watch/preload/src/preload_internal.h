@@ -15,9 +15,12 @@
 /* 1 when call sites are recorded (LEAKBOUND_WATCH_SITES != "0"); set before main. */
 extern LB_HIDDEN int g_leakbound_sites_on;
 
-/* Site id (1-based, fits the core's 24-bit slot) of an allocation made from pc; 0 when the
- * table is full (the allocation is still counted, only not attributed). Lock-free. */
+/* Site id (1-based, fits the core's 24-bit slot) of an allocation made from pc. When the table
+ * is full, the overflow site: one row for every pc past the table's room, whose samples keep
+ * each allocation's own pc as their first frame. Lock-free. */
 LB_HIDDEN uint32_t LeakboundSiteFor(uintptr_t pc);
+/* The overflow site's pc: no code is at address 1. */
+#define LEAKBOUND_OVERFLOW_PC ((uintptr_t)1)
 /* A block of `bytes` allocated at / freed from site (the hooks, after the core's record): adds
  * to the site's survivors and, at a site the marker asked about, takes callers and samples.
  * slot: the thread's heap-core slot + 1 (LeakboundHeapOnAllocAt's value, LeakboundHeapTaken's

@@ -49,8 +49,9 @@ void LeakboundSitesWarmUp(void) {
 }
 
 /* The callers of the allocation call at pc: what backtrace finds past the frame that returns to
- * pc (the hook's own frames come before it). */
-static void Capture(SiteStack* s, uintptr_t pc) {
+ * pc (the hook's own frames come before it); with_pc: pc itself first (the overflow site, whose
+ * own name says nothing of where it allocates). */
+static void Capture(SiteStack* s, uintptr_t pc, int with_pc) {
   t_unwinding = 1;
   void* frames[LEAKBOUND_WATCH_FRAMES + 8];
   const int n = backtrace(frames, (int)(sizeof frames / sizeof frames[0]));
@@ -58,6 +59,7 @@ static void Capture(SiteStack* s, uintptr_t pc) {
   int at = 0;
   while (at < n && (uintptr_t)frames[at] != pc) ++at;
   int kept = 0;
+  if (with_pc) s->frames[kept++] = pc;
   for (int i = at + 1; i < n && kept < LEAKBOUND_WATCH_FRAMES; ++i) {
     s->frames[kept++] = (uintptr_t)frames[i];
   }
@@ -66,7 +68,28 @@ static void Capture(SiteStack* s, uintptr_t pc) {
   if (at + 1 == n && LeakboundInNoModule(pc)) {
     kept += LeakboundScanPast(pc, s->frames + kept, kScannedFrames);
   }
-  s->count = at < n ? kept : 0;
+  s->count = at < n ? kept : with_pc;
+}
+
+/* The overflow site's reservoir: the block takes the first sample never taken, else one whose
+ * block was freed; one thread at a time (another skips this block). The marker may read a sample
+ * while it is being taken again (its block was freed meanwhile): its stack can then be the new
+ * one's, an attribution that may be off by one sample, never a fault. */
+static atomic_flag g_refilling = ATOMIC_FLAG_INIT;
+static void RefillSample(SiteSamples* cold, uintptr_t pc, void* block) {
+  if (atomic_flag_test_and_set_explicit(&g_refilling, memory_order_acquire)) return;
+  const int claimed = atomic_load_explicit(&cold->samples_claimed, memory_order_relaxed);
+  int at = claimed < LEAKBOUND_WATCH_SAMPLES ? claimed : -1;
+  for (int i = 0; at < 0 && i < LEAKBOUND_WATCH_SAMPLES; ++i) {
+    if (atomic_load_explicit(&cold->sample_block[i], memory_order_relaxed) == NULL) at = i;
+  }
+  if (at >= 0) {
+    cold->sample_where[at] = t_python_where;
+    Capture(&cold->sample_stack[at], pc, 1);
+    atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
+    if (at == claimed) atomic_store_explicit(&cold->samples_claimed, claimed + 1, memory_order_relaxed);
+  }
+  atomic_flag_clear_explicit(&g_refilling, memory_order_release);
 }
 
 /* Take the callers if no other thread is taking them, then keep the block as a sample while
@@ -83,7 +106,7 @@ void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
         !atomic_compare_exchange_strong(&s->frames_state, &wanted, kFramesTaking)) {
       return;
     }
-    Capture(&cold->callers, pc);
+    Capture(&cold->callers, pc, slot == kOverflowSite - 1);
     took_callers = 1;
     atomic_store_explicit(&s->frames_state, kSampling, memory_order_release);
   }
@@ -93,13 +116,17 @@ void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
       (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
     return;
   }
+  if (slot == kOverflowSite - 1) {
+    RefillSample(cold, pc, block);
+    return;
+  }
   const int at = atomic_fetch_add_explicit(&cold->samples_claimed, 1, memory_order_relaxed);
   if (at >= LEAKBOUND_WATCH_SAMPLES) return;
   cold->sample_where[at] = t_python_where;
   if (took_callers) {
     cold->sample_stack[at] = cold->callers;
   } else {
-    Capture(&cold->sample_stack[at], pc);
+    Capture(&cold->sample_stack[at], pc, 0);
   }
   atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
   if (at == LEAKBOUND_WATCH_SAMPLES - 1) {

@@ -166,11 +166,30 @@ static inline uint32_t Probe(uintptr_t pc, size_t base, size_t size, size_t star
   return 0;
 }
 
+LB_HIDDEN __thread uintptr_t t_overflow_pc;
+
+/* Past the hot part: the rest of the table but its last slot, then the overflow site. */
 static __attribute__((noinline, cold)) uint32_t SiteForOverflow(uintptr_t pc, uint64_t hash) {
-  const size_t size = kSiteSlots - ((size_t)1 << kSiteBits);
+  const size_t size = kSiteSlots - ((size_t)1 << kSiteBits) - 1;
   const uint32_t site = Probe(pc, (size_t)1 << kSiteBits, size, (size_t)(hash % size));
-  if (site == 0) atomic_fetch_add_explicit(&g_sites_dropped, 1, memory_order_relaxed);
-  return site;
+  if (site != 0) return site;
+  atomic_fetch_add_explicit(&g_sites_dropped, 1, memory_order_relaxed);
+  t_overflow_pc = pc;
+  Site* overflow = &g_sites[kOverflowSite - 1];
+  uintptr_t seen = atomic_load_explicit(&overflow->pc, memory_order_relaxed);
+  if (seen == 0 && atomic_compare_exchange_strong_explicit(&overflow->pc, &seen,
+                                                           LEAKBOUND_OVERFLOW_PC,
+                                                           memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+    const uint32_t at = atomic_fetch_add_explicit(&g_claimed_count, 1, memory_order_relaxed);
+    atomic_store_explicit(&g_claimed[at], kOverflowSite, memory_order_release);
+  }
+  return kOverflowSite;
+}
+
+/* The pc a sample of site is taken for: the site's, or for the overflow site the allocation's. */
+static inline uintptr_t SamplePc(uint32_t site, const Site* s) {
+  return site == kOverflowSite ? t_overflow_pc : atomic_load_explicit(&s->pc, memory_order_relaxed);
 }
 
 uint32_t LeakboundSiteFor(uintptr_t pc) {
@@ -298,7 +317,7 @@ void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 1);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kFramesWanted || state == kSampling, 0)) {
-    LeakboundSampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), block, state);
+    LeakboundSampleSlow(site - 1, SamplePc(site, s), block, state);
   }
 }
 
@@ -327,7 +346,7 @@ void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t 
   }
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (bytes > 0 && blocks > 0 && (state == kFramesWanted || state == kSampling)) {
-    LeakboundSampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), (void*)start, state);
+    LeakboundSampleSlow(site - 1, SamplePc(site, s), (void*)start, state);
   } else if (!born && blocks < 0 && (state == kSampling || state == kSampled)) {
     LeakboundSampleFreed(site - 1, (void*)start);
   }

@@ -19,6 +19,7 @@ enum {
   kSiteBits = 14,            /* the hot part: 16,384 slots */
   kSiteSlots = 1 << 16,      /* the whole table */
   kSiteProbe = 64,
+  kOverflowSite = kSiteSlots, /* the last slot: every pc past the table's room */
 };
 
 /* A site's callers and samples: asked by the marker, the callers taken by the next allocation,
@@ -96,8 +97,14 @@ static inline SiteSamples* SamplesOf(size_t slot) {
 LB_HIDDEN uint32_t LeakboundSamplesTake(void);
 
 /* samples.c. The hook's side, on a new block at a site the marker asked about (state:
- * kFramesWanted or kSampling), and on a freed block of a site that samples. */
+ * kFramesWanted or kSampling), and on a freed block of a site that samples. pc: the allocating
+ * call's return address (for the overflow site, the allocation's own, not the site's). The
+ * overflow site's samples are a reservoir of survivors: a sample whose block was freed is taken
+ * again by the next allocation there (its allocations come from thousands of pcs, most of them
+ * freed at once: the first 16 would rarely hold what stays). */
 LB_HIDDEN void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state);
+/* The pc of the overflow site's latest allocation on this thread (set by LeakboundSiteFor). */
+extern LB_HIDDEN __thread uintptr_t t_overflow_pc;
 LB_HIDDEN void LeakboundSampleFreed(size_t slot, void* block);
 /* Series restarts and forked children: slot's samples are dropped (LeakboundSitesForget), and
  * the Python tracer's state with them. */

@@ -4,8 +4,9 @@
  * at 32 and 48 B/step (they used to share the name "?" and be summed into one row of 80).
  * `many`: more call sites than the preload's site table holds (65,536): each step allocates 64
  * bytes at 70,000 stubs of generated code and frees them, and keeps 40 bytes a step at one line
- * of main, claimed after the table is full. x86-64 only: exits 77 elsewhere.
- * Usage: watch_jit_sites leak|clean|many STEPS */
+ * of main, claimed after the table is full (`many-clean`: the same, freeing those 40 bytes the
+ * next step). x86-64 only: exits 77 elsewhere.
+ * Usage: watch_jit_sites leak|clean|many|many-clean STEPS */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ static void Emit(unsigned char* at, void* (*target)(size_t)) {
 enum { kStubs = 70000, kStubBytes = 32 };
 
 #if defined(__x86_64__)
-static int Many(unsigned char* code, int steps) {
+static int Many(unsigned char* code, int steps, int leak) {
   static void* held[kStubs];
   void** kept = calloc((size_t)steps, sizeof *kept);
   if (kept == NULL) return 3;
@@ -40,6 +41,7 @@ static int Many(unsigned char* code, int steps) {
     }
     for (int i = 0; i < kStubs; ++i) free(held[i]);
     kept[step] = malloc(40); /* the leak: 40 B a step */
+    if (!leak && step > 0) free(kept[step - 1]);
     leakbound_watch_step();
   }
   return kept[0] == (void*)1 ? 4 : 0;
@@ -47,9 +49,10 @@ static int Many(unsigned char* code, int steps) {
 #endif
 
 int main(int argc, char** argv) {
-  if (argc != 3 || (strcmp(argv[1], "leak") != 0 && strcmp(argv[1], "clean") != 0 &&
-                    strcmp(argv[1], "many") != 0)) {
-    fprintf(stderr, "usage: %s leak|clean|many STEPS\n", argv[0]);
+  const int many = strcmp(argv[1], "many") == 0, many_clean = strcmp(argv[1], "many-clean") == 0;
+  if (argc != 3 || (strcmp(argv[1], "leak") != 0 && strcmp(argv[1], "clean") != 0 && !many &&
+                    !many_clean)) {
+    fprintf(stderr, "usage: %s leak|clean|many|many-clean STEPS\n", argv[0]);
     return 2;
   }
 #if defined(__x86_64__)
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
     perror("watch_jit_sites: mprotect");
     return 77; /* a system that forbids executable mappings */
   }
-  if (strcmp(argv[1], "many") == 0) return Many(code, steps);
+  if (many || many_clean) return Many(code, steps, many);
   const Allocate kept = (Allocate)(uintptr_t)code;
   const Allocate other = (Allocate)(uintptr_t)(code + kStubBytes);
   void** all = calloc(2 * (size_t)steps, sizeof *all);

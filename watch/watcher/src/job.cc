@@ -79,7 +79,8 @@ std::string Notes(const WatchRecording &r) {
   if (r.sites_dropped > 0) {
     notes += "; " + std::to_string(r.sites_dropped) +
              " allocations were made at call sites past the site table's room (counted "
-             "exactly in the heap's counters; they are in no call site's books)";
+             "exactly in the heap's counters, and together in the row '[call sites past the "
+             "table]', named by the stack most of its surviving samples came from)";
   }
   if (r.mapped_dropped > 0) {
     notes += "; " + std::to_string(r.mapped_dropped) +
