@@ -127,6 +127,11 @@ Parsed Parse(int argc, char **argv) {
   app.add_flag("--no-call-sites", no_sites,
                "do not record the call site of each allocation (cheaper; no "
                "'where' in the report)");
+  bool no_python_lines = false;
+  app.add_flag("--no-python-lines", no_python_lines,
+               "do not trace the Python line of a growing call site's samples (sets "
+               "LEAKBOUND_PYTHON_LINES=0; rows keep their native names; its cost: docs/watch.md, "
+               "\"Overhead\")");
   try {
     app.parse(split, argv);
   } catch (const CLI::CallForHelp &) {
@@ -173,6 +178,7 @@ Parsed Parse(int argc, char **argv) {
     throw WatchUsageError("--step-range needs a range name");
   }
   o.call_sites = !no_sites;
+  o.python_lines = !no_python_lines;
   o.out = out;
   if (!junit.empty()) {
     const fs::path parent = fs::absolute(junit).parent_path();

@@ -1115,6 +1115,14 @@ assert 'the timer stopped at its first step' in t['subject']['description'], t['
     expect_verdict unbounded-growth host.heap_bytes
     expect_top_line - "$programs/py_lines.py" "the leaking line"
     ;;
+  py_lines_off)
+    # --no-python-lines: no tracer; the leak is still caught, its site named natively.
+    watch_expect 1 --no-python-lines -- "$python" "$programs/py_lines.py" leak
+    expect_verdict unbounded-growth host.heap_bytes
+    top=$(report_field "w['attribution'][0]['op']")
+    echo "  first row: $top"
+    [[ "$top" != *"(Python:"* ]] || fail "a Python line with --no-python-lines"
+    ;;
   py_lines_own_tracer)
     # The program traces itself from step 2: its tracer is left alone (it exits 7 if it was
     # replaced) and the leak's line comes from watch's profile hook instead.

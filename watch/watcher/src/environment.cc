@@ -74,6 +74,7 @@ std::vector<std::string> ChildEnvironment(const WatchOptions &options, const Wat
   set[LEAKBOUND_WATCH_ENV_CLOCK] = clock.string();
   set["LEAKBOUND_WATCH_PARENT"] = std::to_string(::getpid());  // tells the first process
   set[LEAKBOUND_WATCH_ENV_SITES] = options.call_sites ? "1" : "0";
+  if (!options.python_lines) set["LEAKBOUND_PYTHON_LINES"] = "0";
   // Python objects are counted one by one: through malloc (PYTHONMALLOC=malloc, the default),
   // or with --keep-pymalloc through pymalloc's allocator hooks, which the leakbound module
   // installs when it loads (at start-up under --step-on): pymalloc's speed (PYTHONMALLOC=malloc

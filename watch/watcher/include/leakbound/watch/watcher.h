@@ -40,6 +40,7 @@ struct WatchOptions {
   std::filesystem::path pprof;  // --pprof: profiles of the judged processes' call sites, or empty
   bool keep_pymalloc = false;
   bool call_sites = true;
+  bool python_lines = true;  // --no-python-lines: LEAKBOUND_PYTHON_LINES=0 for the program
   bool cuda = false;  // --cuda: expect a device side even if the program does
                       // not look like CUDA
   std::vector<std::string> command;
