@@ -211,8 +211,11 @@ def _collect():
 # program that traces itself (a debugger, coverage) keeps its tracer: the steps run under a
 # profile hook instead (sys.setprofile: calls and returns), which also gives a frame of the
 # program's own code that its tracer does not trace line by line (f_trace None) our local trace
-# function: the program's tracer hands that frame's line events to it, and sees nothing else
-# change. In a frame the program does trace, the line is that of its last call.
+# function: the program's tracer hands that frame's line events to it. In a frame the program
+# does trace, the line is that of its last call. While the module traces (at most
+# _LINES_BUDGET steps), a debugger built on bdb that steps out into such a frame misses the
+# caller's lines (it sets its trace on a caller only when f_trace is None); the module takes its
+# function off the running frames when it stops, and any other frame drops it at its next line.
 _LINES_BUDGET = 16
 _LINES_ON = _os.environ.get("LEAKBOUND_PYTHON_LINES", "1") != "0"
 _lines_left = _LINES_BUDGET if _LINES_ON else 0
@@ -261,6 +264,7 @@ def _line_of(frame):
 
 def _local_trace(frame, event, arg):
     if _lines_state != "tracing":
+        frame.f_trace = None  # returning None would leave it in place under a program's tracer
         return None
     if event == "line":
         _py_where(_line_of(frame))
@@ -312,12 +316,23 @@ def _our_hook_left():
     return _sys.gettrace() is _global_trace
 
 
+def _untrace_running_frames():
+    """Takes our local trace function off the frames that run now: under a program's own tracer
+    it would keep receiving their lines (a frame's f_trace outlives our hooks)."""
+    frame = _sys._getframe(1)
+    while frame is not None:
+        if frame.f_trace is _local_trace:
+            frame.f_trace = None
+        frame = frame.f_back
+
+
 def _lines_stop(state):
     global _lines_state
     if _sys.gettrace() is _global_trace:
         _sys.settrace(None)
     if _sys.getprofile() is _profile_hook:
         _sys.setprofile(None)
+    _untrace_running_frames()
     _lines_state = state
     _py_tracer(0 if state == "idle" else -1)
 
@@ -330,6 +345,7 @@ def _lines_after_fork():
         _sys.settrace(None)
     if _sys.getprofile() is _profile_hook:
         _sys.setprofile(None)
+    _untrace_running_frames()
     _lines_state = None
     _lines_left = _LINES_BUDGET if _LINES_ON else 0
 
@@ -340,12 +356,16 @@ if hasattr(_os, "register_at_fork"):
 
 def _trace_running_frames(untraced_only):
     """Our local trace function on the frames of the program's own code that run now (the step's
-    caller and up): with untraced_only, only on those the program's tracer leaves alone."""
+    caller and up): with untraced_only, only on those the program's tracer leaves alone. Returns
+    how many frames got it."""
+    given = 0
     frame = _sys._getframe(2)
     while frame is not None:
         if _is_user(frame.f_code) and not (untraced_only and frame.f_trace is not None):
             frame.f_trace = _local_trace
+            given += 1
         frame = frame.f_back
+    return given
 
 
 def _lines_after_mark():
@@ -382,8 +402,15 @@ def _lines_after_mark():
     else:
         # The program holds both hooks: the frames that run now, where its tracer leaves them
         # untraced, still give their lines (a function they call is named by its call's line).
+        # None may get them (its tracer traces them all, or is a C tracer that never reads
+        # f_trace): then no line, rather than the step's line for every sample.
         _lines_hook = "frames"
-        _trace_running_frames(untraced_only=True)
+        if _trace_running_frames(untraced_only=True) == 0:
+            _lines_stop("done")
+            return
+        _py_where(None)  # until a line event of those frames says where
+        _py_tracer(1)
+        return
     _py_where(_line_of(_sys._getframe(1)))
     _py_tracer(1)
 
