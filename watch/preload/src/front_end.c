@@ -28,7 +28,7 @@ static __attribute__((noinline)) void CountedAtSite(void* block, uint64_t size, 
   uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
   unsigned stamp = 0;
   const int slot = LeakboundHeapOnAllocStamped(block, size, site, &stamp);
-  if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp);
+  if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
 }
 
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {

@@ -26,9 +26,10 @@ LB_HIDDEN uint32_t LeakboundSiteFor(uintptr_t pc);
  * slot: the thread's heap-core slot + 1 (LeakboundHeapOnAllocAt's value, LeakboundHeapTaken's
  * slot), whose per-thread books take the bytes; 0 or 1 (unknown, the shared slot): atomics.
  * stamp: the block's birth stamp (LeakboundHeapOnAllocStamped, LeakboundHeapTaken.epoch), for
- * the census of a site that has one. */
+ * the census of a site that has one. pc: the allocating call's return address (what the
+ * overflow site's samples are taken for). */
 LB_HIDDEN void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes,
-                                  unsigned stamp);
+                                  unsigned stamp, uintptr_t pc);
 LB_HIDDEN void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
                                  unsigned stamp);
 

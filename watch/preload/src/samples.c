@@ -1,9 +1,9 @@
 /* The callers and samples of the call sites the marker asks about (sites.c asks: a site whose
  * survivors grew at LEAKBOUND_WATCH_FRAMES_AFTER markers). The next allocation there takes the
- * site's callers (backtrace, once per such site: never per allocation, and not for the
- * thousands of sites a program's start-up claims); that one and the next
- * LEAKBOUND_WATCH_SAMPLES - 1 allocations there are kept as samples, each with the stack it came
- * from and the Python line running at the time (leakbound_python_where). A free of a sampled
+ * site's callers (backtrace, for such sites only: not for the thousands of sites a program's
+ * start-up claims); that one and the next LEAKBOUND_WATCH_SAMPLES - 1 allocations there are kept
+ * as samples, each with the stack it came from (a backtrace each) and the Python line running at
+ * the time (leakbound_python_where). A free of a sampled
  * block marks it dead, so the marker can say which stack and which line the samples that
  * survive came from: the caller whose blocks stay, not the one that happened to allocate
  * first. */
@@ -84,10 +84,19 @@ static void RefillSample(SiteSamples* cold, uintptr_t pc, void* block) {
     if (atomic_load_explicit(&cold->sample_block[i], memory_order_relaxed) == NULL) at = i;
   }
   if (at >= 0) {
+    _Atomic uint32_t* version = &cold->sample_version[at];
+    const uint32_t v = atomic_load_explicit(version, memory_order_relaxed);
+    atomic_store_explicit(version, v + 1, memory_order_relaxed); /* odd: being written */
+    atomic_thread_fence(memory_order_release);
     cold->sample_where[at] = t_python_where;
     Capture(&cold->sample_stack[at], pc, 1);
+    atomic_store_explicit(version, v + 2, memory_order_release);
     atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
-    if (at == claimed) atomic_store_explicit(&cold->samples_claimed, claimed + 1, memory_order_relaxed);
+    if (at == claimed) {
+      atomic_store_explicit(&cold->samples_claimed, claimed + 1, memory_order_relaxed);
+    } else {
+      atomic_fetch_add_explicit(&cold->samples_retaken, 1, memory_order_relaxed);
+    }
   }
   atomic_flag_clear_explicit(&g_refilling, memory_order_release);
 }
@@ -172,6 +181,21 @@ static int SameStack(const SiteStack* a, const SiteStack* b) {
          memcmp(a->frames, b->frames, (size_t)a->count * sizeof a->frames[0]) == 0;
 }
 
+/* A live sample's line and stack, copied: 1 when its block was live and the copy is whole (the
+ * reservoir did not write the sample again meanwhile). */
+static int CopySample(const SiteSamples* samples, int i, const char** where, SiteStack* stack) {
+  const uint32_t before = atomic_load_explicit(&samples->sample_version[i], memory_order_acquire);
+  /* The block first (acquire): a sample's line and stack were written before its block. */
+  if ((before & 1) != 0 ||
+      atomic_load_explicit(&samples->sample_block[i], memory_order_acquire) == NULL) {
+    return 0;
+  }
+  *where = samples->sample_where[i];
+  *stack = samples->sample_stack[i];
+  atomic_thread_fence(memory_order_acquire);
+  return atomic_load_explicit(&samples->sample_version[i], memory_order_relaxed) == before;
+}
+
 int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
   if (site == 0 || site > kSiteSlots) return 0;
   SiteCold* s = &g_cold[site - 1];
@@ -179,35 +203,33 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
   if (s->python_sent || state < kSampling) return 0;
   /* Samples are read once their blocks had a step to die in: two visits after the last one was
    * kept, or LEAKBOUND_WATCH_SAMPLE_VISITS visits after the callers (a site that allocates
-   * rarely). */
+   * rarely, and the overflow site, whose reservoir is never full for good). */
   ++s->visits_sampling;
   if (state == kSampled) ++s->visits_full;
   if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
   const SiteSamples* samples = SamplesOf(site - 1);
   if (samples == NULL) return 0;
-  int taken = atomic_load_explicit(&samples->samples_claimed, memory_order_relaxed);
-  if (taken > LEAKBOUND_WATCH_SAMPLES) taken = LEAKBOUND_WATCH_SAMPLES;
+  int claimed = atomic_load_explicit(&samples->samples_claimed, memory_order_relaxed);
+  if (claimed > LEAKBOUND_WATCH_SAMPLES) claimed = LEAKBOUND_WATCH_SAMPLES;
   memset(out, 0, sizeof *out);
-  out->taken = taken;
-  /* The blocks first (acquire): a sample's line and stack were written before its block. */
-  int live[LEAKBOUND_WATCH_SAMPLES];
-  for (int i = 0; i < taken; ++i) {
-    live[i] = atomic_load_explicit(&samples->sample_block[i], memory_order_acquire) != NULL;
-    out->live += live[i];
-  }
+  out->taken = claimed + atomic_load_explicit(&samples->samples_retaken, memory_order_relaxed);
+  /* The live samples, copied first: the rest reads the copies. */
+  const char* where[LEAKBOUND_WATCH_SAMPLES];
+  SiteStack stack[LEAKBOUND_WATCH_SAMPLES];
+  int live = 0;
+  for (int i = 0; i < claimed; ++i) live += CopySample(samples, i, &where[live], &stack[live]);
+  out->live = live;
   int callers_live = 0, best = -1, best_live = 0;
-  for (int i = 0; i < taken; ++i) {
-    if (!live[i]) continue;
-    callers_live += SameStack(&samples->sample_stack[i], &samples->callers);
+  for (int i = 0; i < live; ++i) {
+    callers_live += SameStack(&stack[i], &samples->callers);
     int here = 0, stack_here = 0;
-    for (int j = 0; j < taken; ++j) {
-      if (!live[j]) continue;
-      here += samples->sample_where[i] != NULL && samples->sample_where[j] == samples->sample_where[i];
-      stack_here += SameStack(&samples->sample_stack[j], &samples->sample_stack[i]);
+    for (int j = 0; j < live; ++j) {
+      here += where[i] != NULL && where[j] == where[i];
+      stack_here += SameStack(&stack[j], &stack[i]);
     }
     if (here > out->live_here) {
       out->live_here = here;
-      out->where = samples->sample_where[i];
+      out->where = where[i];
     }
     if (stack_here > best_live) {
       best_live = stack_here;
@@ -216,9 +238,9 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
   }
   /* The callers sent are those of the first sample; a stack more of the survivors came from
    * replaces them. */
-  if (best >= 0 && best_live > callers_live && samples->sample_stack[best].count > 0) {
-    CopyStack(&samples->sample_stack[best], out->frames, LEAKBOUND_WATCH_FRAMES,
-              &out->frame_count, &out->scanned_from);
+  if (best >= 0 && best_live > callers_live && stack[best].count > 0) {
+    CopyStack(&stack[best], out->frames, LEAKBOUND_WATCH_FRAMES, &out->frame_count,
+              &out->scanned_from);
     out->stack_live = best_live;
     out->restacked = 1;
   }
@@ -235,6 +257,7 @@ void LeakboundSamplesForget(size_t i) {
   SiteSamples* samples = SamplesOf(i);
   if (state != kFramesNone && samples != NULL) {
     atomic_store_explicit(&samples->samples_claimed, 0, memory_order_relaxed);
+    atomic_store_explicit(&samples->samples_retaken, 0, memory_order_relaxed);
     for (int k = 0; k < LEAKBOUND_WATCH_SAMPLES; ++k) {
       atomic_store_explicit(&samples->sample_block[k], NULL, memory_order_relaxed);
       samples->sample_where[k] = NULL;
@@ -247,11 +270,14 @@ void LeakboundSamplesForget(size_t i) {
   }
 }
 
-void LeakboundPythonForget(void) {
+void LeakboundSamplesForgetAll(int forked_child) {
   /* The child's module (the same interpreter: a tracer is still present) drops a tracer it
    * inherited from a traced step and traces again from its own steps (watch/python/leakbound). */
   atomic_store(&g_python_tracing, 0);
   t_python_where = NULL;
+  /* A parent thread inside RefillSample at the fork left the flag set in the child, which does
+   * not have that thread: the reservoir would never sample again. */
+  if (forked_child) atomic_flag_clear(&g_refilling);
 }
 
 /* The leakbound module's side (watch/python/leakbound): it says whether its tracer runs (1),

@@ -166,15 +166,12 @@ static inline uint32_t Probe(uintptr_t pc, size_t base, size_t size, size_t star
   return 0;
 }
 
-LB_HIDDEN __thread uintptr_t t_overflow_pc;
-
 /* Past the hot part: the rest of the table but its last slot, then the overflow site. */
 static __attribute__((noinline, cold)) uint32_t SiteForOverflow(uintptr_t pc, uint64_t hash) {
   const size_t size = kSiteSlots - ((size_t)1 << kSiteBits) - 1;
   const uint32_t site = Probe(pc, (size_t)1 << kSiteBits, size, (size_t)(hash % size));
   if (site != 0) return site;
   atomic_fetch_add_explicit(&g_sites_dropped, 1, memory_order_relaxed);
-  t_overflow_pc = pc;
   Site* overflow = &g_sites[kOverflowSite - 1];
   uintptr_t seen = atomic_load_explicit(&overflow->pc, memory_order_relaxed);
   if (seen == 0 && atomic_compare_exchange_strong_explicit(&overflow->pc, &seen,
@@ -187,10 +184,7 @@ static __attribute__((noinline, cold)) uint32_t SiteForOverflow(uintptr_t pc, ui
   return kOverflowSite;
 }
 
-/* The pc a sample of site is taken for: the site's, or for the overflow site the allocation's. */
-static inline uintptr_t SamplePc(uint32_t site, const Site* s) {
-  return site == kOverflowSite ? t_overflow_pc : atomic_load_explicit(&s->pc, memory_order_relaxed);
-}
+
 
 uint32_t LeakboundSiteFor(uintptr_t pc) {
   const uint64_t hash = (uint64_t)pc * 0x9E3779B97F4A7C15ull;
@@ -305,7 +299,7 @@ static __attribute__((noinline)) void CensusBook(uint32_t slot, uint32_t census,
 }
 
 void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes,
-                        unsigned stamp) {
+                        unsigned stamp, uintptr_t pc) {
   if (site == 0 || site > kSiteSlots) return;
   Book(slot, site, bytes, 1);
   Site* s = &g_sites[site - 1];
@@ -317,7 +311,9 @@ void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 1);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kFramesWanted || state == kSampling, 0)) {
-    LeakboundSampleSlow(site - 1, SamplePc(site, s), block, state);
+    /* The overflow site's samples are of the allocation's own pc; any other site's, its pc. */
+    if (site != kOverflowSite) pc = atomic_load_explicit(&s->pc, memory_order_relaxed);
+    LeakboundSampleSlow(site - 1, pc, block, state);
   }
 }
 
@@ -345,8 +341,12 @@ void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t 
     CensusBook(0, census, stamp, born ? bytes : -bytes, born ? blocks : -blocks, born);
   }
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
-  if (bytes > 0 && blocks > 0 && (state == kFramesWanted || state == kSampling)) {
-    LeakboundSampleSlow(site - 1, SamplePc(site, s), (void*)start, state);
+  /* The overflow site samples heap blocks only: a mapping's own pc is not known here (an mremap
+   * books the mapping it moves anew). */
+  if (bytes > 0 && blocks > 0 && site != kOverflowSite &&
+      (state == kFramesWanted || state == kSampling)) {
+    LeakboundSampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), (void*)start,
+                        state);
   } else if (!born && blocks < 0 && (state == kSampling || state == kSampled)) {
     LeakboundSampleFreed(site - 1, (void*)start);
   }
@@ -549,7 +549,7 @@ void LeakboundSitesForget(int forked_child) {
     atomic_store_explicit(&g_sites[i].census, 0, memory_order_relaxed);
     LeakboundSamplesForget(i);
   }
-  LeakboundPythonForget();
+  LeakboundSamplesForgetAll(forked_child);
   atomic_store_explicit(&g_sites_waiting, 0, memory_order_relaxed);
   /* The censuses so far are of blocks of the old series (or the parent's): the sites get theirs
    * anew. In a forked child (one thread) their slots are given again; in a restart of the series

@@ -54,9 +54,13 @@ typedef struct SiteStack {
 typedef struct SiteSamples {
   SiteStack callers; /* written before frames_state becomes kSampling */
   _Atomic int samples_claimed;
+  _Atomic int samples_retaken; /* the overflow site's reservoir: samples taken again */
   void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
   const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
   SiteStack sample_stack[LEAKBOUND_WATCH_SAMPLES];     /* written before its block */
+  /* Odd while the reservoir writes the sample again (a seqlock: the marker copies a sample's
+   * line and stack, and keeps the copy only if this did not move meanwhile). */
+  _Atomic uint32_t sample_version[LEAKBOUND_WATCH_SAMPLES];
 } SiteSamples;
 enum { kSampledSites = 4096 }; /* sites asked beyond these get no callers (their name stays) */
 enum { kSamplesPerChunk = 64, kSampleChunks = kSampledSites / kSamplesPerChunk };
@@ -103,12 +107,11 @@ LB_HIDDEN uint32_t LeakboundSamplesTake(void);
  * again by the next allocation there (its allocations come from thousands of pcs, most of them
  * freed at once: the first 16 would rarely hold what stays). */
 LB_HIDDEN void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state);
-/* The pc of the overflow site's latest allocation on this thread (set by LeakboundSiteFor). */
-extern LB_HIDDEN __thread uintptr_t t_overflow_pc;
 LB_HIDDEN void LeakboundSampleFreed(size_t slot, void* block);
 /* Series restarts and forked children: slot's samples are dropped (LeakboundSitesForget), and
- * the Python tracer's state with them. */
+ * the Python tracer's state with them (and, in a forked child, the reservoir's flag, which a
+ * thread the child does not have may have held). */
 LB_HIDDEN void LeakboundSamplesForget(size_t slot);
-LB_HIDDEN void LeakboundPythonForget(void);
+LB_HIDDEN void LeakboundSamplesForgetAll(int forked_child);
 
 #endif /* LEAKBOUND_WATCH_PRELOAD_SITES_INTERNAL_H_ */

@@ -6,7 +6,8 @@
  * the words above it, the generated code's frame and its caller's, for return addresses into a
  * module that follow a call instruction. A heuristic, as any stack scan: a stale return address
  * left in the generated frame's padding reads the same, so the frames it finds are sent marked
- * as found by a scan (docs/watch.md, "Call sites"). Once per asked site, never per allocation;
+ * as found by a scan (docs/watch.md, "Call sites"). Only with a capture of an asked site's stack
+ * (its callers, its samples), never on an allocation's common path;
  * every read goes through process_vm_readv, so a word that is not mapped is not read, never a
  * fault. x86-64 with glibc 2.35+ (_dl_find_object); elsewhere it finds nothing. */
 #define _GNU_SOURCE 1

@@ -49,7 +49,8 @@ static int Many(unsigned char* code, int steps, int leak) {
 #endif
 
 int main(int argc, char** argv) {
-  const int many = strcmp(argv[1], "many") == 0, many_clean = strcmp(argv[1], "many-clean") == 0;
+  const int many = argc == 3 && strcmp(argv[1], "many") == 0;
+  const int many_clean = argc == 3 && strcmp(argv[1], "many-clean") == 0;
   if (argc != 3 || (strcmp(argv[1], "leak") != 0 && strcmp(argv[1], "clean") != 0 && !many &&
                     !many_clean)) {
     fprintf(stderr, "usage: %s leak|clean|many|many-clean STEPS\n", argv[0]);
