@@ -285,6 +285,14 @@ PY
     [ "$steps" = 200 ] || fail "$steps steps arrived, want 200"
     report_field "w['description']" | grep -q "3 malformed channel records dropped" || fail "the report does not count 3 malformed records"
     ;;
+  where_property)
+    # The CI variant of the attribution property suite (watch/tests/where_property.py; the long
+    # one is ci/where-property.sh): a library site reached from 2-6 lines, one leaking, 8 seeds.
+    python3 "$programs/../where_property.py" --leakbound "$leakbound" \
+      --family "$(dirname "$c_steps")/watch_where_family" --seeds "${LEAKBOUND_PROPERTY_SEEDS:-8}" \
+      --jobs 2 --out "$out" >"$out_root/$case_name.stdout" 2>&1 ||
+      { tail -30 "$out_root/$case_name.stdout" >&2; fail "the leaking line not named often enough, or a clean run grew"; }
+    ;;
   census_property)
     # The CI variant of the census property suite (watch/tests/census_property.py; the long one is
     # ci/census-property.sh): every class, 5 seeds, 3/5/8 blocks.

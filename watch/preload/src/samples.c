@@ -92,11 +92,7 @@ static void RefillSample(SiteSamples* cold, uintptr_t pc, void* block) {
     Capture(&cold->sample_stack[at], pc, 1);
     atomic_store_explicit(version, v + 2, memory_order_release);
     atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
-    if (at == claimed) {
-      atomic_store_explicit(&cold->samples_claimed, claimed + 1, memory_order_relaxed);
-    } else {
-      atomic_fetch_add_explicit(&cold->samples_retaken, 1, memory_order_relaxed);
-    }
+    if (at == claimed) atomic_store_explicit(&cold->samples_claimed, claimed + 1, memory_order_relaxed);
   }
   atomic_flag_clear_explicit(&g_refilling, memory_order_release);
 }
@@ -196,23 +192,41 @@ static int CopySample(const SiteSamples* samples, int i, const char** where, Sit
   return atomic_load_explicit(&samples->sample_version[i], memory_order_relaxed) == before;
 }
 
+static uint64_t StackHash(const SiteStack* stack) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)stack->count ^ ((uint64_t)stack->scanned_from << 8);
+  for (int i = 0; i < stack->count && i < LEAKBOUND_WATCH_FRAMES; ++i) {
+    h = (h ^ stack->frames[i]) * 0x100000001B3ull;
+  }
+  return h;
+}
+
+/* The last read at this many visits: by then a site's samples have had 4,096 steps to die. */
+enum { kLastRead = 4096 };
+
 int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
   if (site == 0 || site > kSiteSlots) return 0;
   SiteCold* s = &g_cold[site - 1];
   const int state = atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire);
-  if (s->python_sent || state < kSampling) return 0;
-  /* Samples are read once their blocks had a step to die in: two visits after the last one was
-   * kept, or LEAKBOUND_WATCH_SAMPLE_VISITS visits after the callers (a site that allocates
-   * rarely, and the overflow site, whose reservoir is never full for good). */
+  if (state < kSampling) return 0;
+  SiteSamples* samples = SamplesOf(site - 1);
+  if (samples == NULL) return 0;
+  /* Samples are first read once their blocks had a step to die in: two visits after the last one
+   * was kept, or LEAKBOUND_WATCH_SAMPLE_VISITS visits after the callers (a site that allocates
+   * rarely, and the overflow site, whose reservoir is never full for good); then at twice the
+   * visits of the read before, up to kLastRead. */
   ++s->visits_sampling;
   if (state == kSampled) ++s->visits_full;
-  if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
-  const SiteSamples* samples = SamplesOf(site - 1);
-  if (samples == NULL) return 0;
+  if (samples->next_read == 0) {
+    if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
+    samples->next_read = s->visits_sampling;
+    samples->sent_stack = StackHash(&samples->callers);
+  }
+  if (s->visits_sampling != samples->next_read || samples->next_read > kLastRead) return 0;
+  samples->next_read *= 2;
   int claimed = atomic_load_explicit(&samples->samples_claimed, memory_order_relaxed);
   if (claimed > LEAKBOUND_WATCH_SAMPLES) claimed = LEAKBOUND_WATCH_SAMPLES;
   memset(out, 0, sizeof *out);
-  out->taken = claimed + atomic_load_explicit(&samples->samples_retaken, memory_order_relaxed);
+  out->taken = claimed;
   /* The live samples, copied first: the rest reads the copies. */
   const char* where[LEAKBOUND_WATCH_SAMPLES];
   SiteStack stack[LEAKBOUND_WATCH_SAMPLES];
@@ -220,6 +234,8 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
   for (int i = 0; i < claimed; ++i) live += CopySample(samples, i, &where[live], &stack[live]);
   out->live = live;
   int callers_live = 0, best = -1, best_live = 0;
+  const char* best_where = NULL;
+  int where_live = 0;
   for (int i = 0; i < live; ++i) {
     callers_live += SameStack(&stack[i], &samples->callers);
     int here = 0, stack_here = 0;
@@ -227,26 +243,36 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
       here += where[i] != NULL && where[j] == where[i];
       stack_here += SameStack(&stack[j], &stack[i]);
     }
-    if (here > out->live_here) {
-      out->live_here = here;
-      out->where = where[i];
+    if (here > where_live) {
+      where_live = here;
+      best_where = where[i];
     }
     if (stack_here > best_live) {
       best_live = stack_here;
       best = i;
     }
   }
-  /* The callers sent are those of the first sample; a stack more of the survivors came from
-   * replaces them. */
-  if (best >= 0 && best_live > callers_live && stack[best].count > 0) {
-    CopyStack(&stack[best], out->frames, LEAKBOUND_WATCH_FRAMES, &out->frame_count,
-              &out->scanned_from);
-    out->stack_live = best_live;
+  /* The stack most live samples came from names the row (the callers first taken while none
+   * outnumbers theirs); sent when it is not the one the watcher has. */
+  const SiteStack* naming = best >= 0 && best_live > callers_live && stack[best].count > 0
+                                ? &stack[best]
+                                : &samples->callers;
+  const uint64_t hash = StackHash(naming);
+  if (live > 0 && hash != samples->sent_stack && naming->count > 0) {
+    CopyStack(naming, out->frames, LEAKBOUND_WATCH_FRAMES, &out->frame_count, &out->scanned_from);
+    out->stack_live = naming == &samples->callers ? callers_live : best_live;
     out->restacked = 1;
+    samples->sent_stack = hash;
   }
-  s->python_sent = 1;
-  /* Its callers stay readable; its frees stop looking for samples. */
-  atomic_store_explicit(&g_sites[site - 1].frames_state, kReported, memory_order_release);
+  /* The line most live samples came from, when it or its counts moved. */
+  if (best_where != NULL && (best_where != samples->sent_where ||
+                             where_live != samples->sent_live_here || live != samples->sent_live)) {
+    out->where = best_where;
+    out->live_here = where_live;
+    samples->sent_where = best_where;
+    samples->sent_live_here = where_live;
+    samples->sent_live = live;
+  }
   return out->where != NULL || out->restacked;
 }
 
@@ -257,7 +283,10 @@ void LeakboundSamplesForget(size_t i) {
   SiteSamples* samples = SamplesOf(i);
   if (state != kFramesNone && samples != NULL) {
     atomic_store_explicit(&samples->samples_claimed, 0, memory_order_relaxed);
-    atomic_store_explicit(&samples->samples_retaken, 0, memory_order_relaxed);
+    samples->next_read = 0;
+    samples->sent_where = NULL;
+    samples->sent_live_here = samples->sent_live = 0;
+    samples->sent_stack = 0;
     for (int k = 0; k < LEAKBOUND_WATCH_SAMPLES; ++k) {
       atomic_store_explicit(&samples->sample_block[k], NULL, memory_order_relaxed);
       samples->sample_where[k] = NULL;

@@ -542,7 +542,6 @@ void LeakboundSitesForget(int forked_child) {
     g_cold[i].sent_allocations = 0;
     g_cold[i].grew = 0;
     g_cold[i].frames_sent = 0;
-    g_cold[i].python_sent = 0;
     g_cold[i].visits_sampling = 0;
     g_cold[i].visits_full = 0;
     g_cold[i].census_asked = 0;

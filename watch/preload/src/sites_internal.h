@@ -23,9 +23,9 @@ enum {
 };
 
 /* A site's callers and samples: asked by the marker, the callers taken by the next allocation,
- * then samples until LEAKBOUND_WATCH_SAMPLES were kept, then read by the marker (kReported: no
- * more bookkeeping on its frees). */
-enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled, kReported };
+ * then samples until LEAKBOUND_WATCH_SAMPLES were kept (kSampled), read by the marker again and
+ * again while they die (a free of a sampled block still marks it dead). */
+enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled };
 
 /* What the hooks touch, 32 bytes a site (the probe walks these); the rest is in SiteCold. */
 typedef struct Site {
@@ -54,13 +54,20 @@ typedef struct SiteStack {
 typedef struct SiteSamples {
   SiteStack callers; /* written before frames_state becomes kSampling */
   _Atomic int samples_claimed;
-  _Atomic int samples_retaken; /* the overflow site's reservoir: samples taken again */
   void* _Atomic sample_block[LEAKBOUND_WATCH_SAMPLES]; /* NULL once freed */
   const char* sample_where[LEAKBOUND_WATCH_SAMPLES];   /* the Python line, or NULL */
   SiteStack sample_stack[LEAKBOUND_WATCH_SAMPLES];     /* written before its block */
   /* Odd while the reservoir writes the sample again (a seqlock: the marker copies a sample's
    * line and stack, and keeps the copy only if this did not move meanwhile). */
   _Atomic uint32_t sample_version[LEAKBOUND_WATCH_SAMPLES];
+  /* The marker's reads (the reporting side): the samples are read again at twice the visits of
+   * the read before (a block held for a while, a cache that turns over slowly, dies between two
+   * reads; what survives them all is what the row is named by), and what the watcher was last
+   * sent is sent again only when it changed. */
+  int next_read;            /* visits_sampling of the next read; 0: not read yet */
+  const char* sent_where;   /* the line last sent, or NULL */
+  int sent_live_here, sent_live;
+  uint64_t sent_stack;      /* a hash of the stack the watcher names the row by */
 } SiteSamples;
 enum { kSampledSites = 4096 }; /* sites asked beyond these get no callers (their name stays) */
 enum { kSamplesPerChunk = 64, kSampleChunks = kSampledSites / kSamplesPerChunk };
@@ -72,7 +79,6 @@ typedef struct SiteCold {
   int named;
   int grew; /* visits at which its survivors grew */
   int frames_sent;
-  int python_sent;
   int visits_sampling; /* visits since the callers were taken */
   int visits_full;     /* visits since its last sample was kept */
   int census_asked;    /* a census was given it, or none was left */
