@@ -2,6 +2,7 @@
 // unloadable libcupti is an "unavailable" state rather than a process that fails to start.
 // CUPTI's buffer callbacks are process-wide function pointers with no user data, hence the
 // globals below; they are guarded by one mutex and only ever point at the one active observer.
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
 
@@ -40,6 +41,7 @@ struct CuptiApi {
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) num_dropped = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;  // optional: device call sites
 };
 
 std::string DlError() {
@@ -108,6 +110,7 @@ std::optional<std::string> LoadCupti(CuptiApi& api) {
   }
   Resolve(handle, "cuptiGetErrorMessage", api.get_error_message);
   Resolve(handle, "cuptiSubscribe_v2", api.subscribe_v2);
+  Resolve(handle, "cuptiEnableCallback", api.enable_callback);
   return std::nullopt;
 }
 
@@ -229,7 +232,31 @@ void CUPTIAPI OnBufferCompleted(CUcontext, std::uint32_t, std::uint8_t* buffer, 
   delivery.pool->Release(buffer);
 }
 
-void CUPTIAPI IgnoreCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+// The subscriber's callback: the runtime API's cudaMalloc (after it, when it succeeded) and
+// cudaFree (before it), handed to the options' hooks (userdata: the options). Nothing else is
+// enabled.
+void CUPTIAPI ApiCallback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void* data) {
+  const auto* options = static_cast<const ObserverOptions*>(userdata);
+  if (options == nullptr || domain != CUPTI_CB_DOMAIN_RUNTIME_API || data == nullptr) return;
+  const auto* call = static_cast<const CUpti_CallbackData*>(data);
+  if (call->functionParams == nullptr) return;
+  if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020 && call->callbackSite == CUPTI_API_EXIT &&
+      options->on_device_alloc != nullptr) {
+    const auto* params = static_cast<const cudaMalloc_v3020_params*>(call->functionParams);
+    const auto* result = static_cast<const cudaError_t*>(call->functionReturnValue);
+    if ((result == nullptr || *result == cudaSuccess) && params->devPtr != nullptr &&
+        *params->devPtr != nullptr) {
+      options->on_device_alloc(reinterpret_cast<std::uintptr_t>(*params->devPtr), params->size);
+    }
+  } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020 &&
+             call->callbackSite == CUPTI_API_ENTER && options->on_device_free != nullptr) {
+    const auto* params = static_cast<const cudaFree_v3020_params*>(call->functionParams);
+    if (params->devPtr != nullptr) {
+      options->on_device_free(reinterpret_cast<std::uintptr_t>(params->devPtr));
+    }
+  }
+}
 
 // Why CUPTI failed, in its words, plus the likeliest cause when the driver is missing (CUPTI
 // itself says only CUPTI_ERROR_UNKNOWN then).
@@ -313,10 +340,10 @@ class CuptiBackend final : public ObserverBackend {
       params.subscriberName = "leakbound";
       params.oldSubscriberName = holder;
       params.oldSubscriberSize = sizeof(holder);
-      result = api_.subscribe_v2(&subscriber_, &IgnoreCallback, nullptr, &params);
+      result = api_.subscribe_v2(&subscriber_, &ApiCallback, &options_, &params);
     } else {
       subscribe_call = "cuptiSubscribe";
-      result = api_.subscribe(&subscriber_, &IgnoreCallback, nullptr);
+      result = api_.subscribe(&subscriber_, &ApiCallback, &options_);
     }
     if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
       subscriber_ = nullptr;
@@ -349,6 +376,16 @@ class CuptiBackend final : public ObserverBackend {
     if (result != CUPTI_SUCCESS) {
       api_.disable(CUPTI_ACTIVITY_KIND_MEMORY2);
       return Abort(Describe("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY_POOL)", result));
+    }
+    // Device call sites (optional): a libcupti without callbacks, or one that refuses them,
+    // leaves the ledger as it is, with no call sites.
+    if (api_.enable_callback != nullptr && options_.on_device_alloc != nullptr) {
+      api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                           CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020);
+      if (options_.on_device_free != nullptr) {
+        api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020);
+      }
     }
     return std::nullopt;
   }

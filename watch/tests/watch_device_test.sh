@@ -91,6 +91,13 @@ case $case_name in
     slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='cupti.device_bytes'][0]")
     [ "$slope" = "4096.0" ] || fail "cupti.device_bytes slope $slope, want exactly 4096 bytes/step"
     grep -q 'allocator-bypass' "$out/report.json" || fail "the ledger classification (allocator-bypass) is missing"
+    # Where: the cudaMalloc's call site (a CUPTI runtime-API callback on the allocating thread)
+    # is the first growing row, role device, named by the program's line, at exactly 4096 B/step.
+    line=$(grep -n 'device_malloc(0x20000000ull' "$WATCH_PROGRAMS/fake_cuda.c" | cut -d: -f1)
+    report_field "w['attribution'][0]['op']" | grep -q "^main at .*fake_cuda.c:$line " || fail "the first row is not fake_cuda.c:$line"
+    [ "$(report_field "w['attribution'][0]['role']")" = device ] || fail "the first row's role is not device"
+    [ "$(report_field "w['attribution'][0]['census']")" = growth ] || fail "the first row's census is not growth"
+    [ "$(report_field "w['attribution'][0]['bytes_per_step']")" = 4096.0 ] || fail "the first row's rate is not 4096 B/step"
     ;;
   cuda_pool_fragmentation)
     fake_cuda 1 pool

@@ -102,7 +102,17 @@ void Start() {
     return;
   }
   g_sent_state = new std::string;
-  auto *observer = new cupti::CuptiObserver;
+  // Where device memory is allocated: the preload books each cudaMalloc at the program's call
+  // site (and each cudaFree), on the allocating thread; without those exports, no call sites.
+  cupti::ObserverOptions options;
+  options.on_device_alloc =
+      Lookup<leakbound_watch_device_alloc_fn>("leakbound_watch_device_alloc");
+  options.on_device_free = Lookup<leakbound_watch_device_free_fn>("leakbound_watch_device_free");
+  if (options.on_device_alloc == nullptr || options.on_device_free == nullptr) {
+    options.on_device_alloc = nullptr;
+    options.on_device_free = nullptr;
+  }
+  auto *observer = new cupti::CuptiObserver(options);
   observer->Start();
   *g_sent_state = observer->StateString();
   ReportState(*g_sent_state);

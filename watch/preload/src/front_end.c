@@ -282,7 +282,8 @@ static void MapInsertLocked(uintptr_t start, uintptr_t length, uint32_t site, un
       atomic_store(&g_maps[i].length, length);
       atomic_store(&g_maps[i].start, start);
       atomic_fetch_add(&g_mapped_bytes, length);
-      LeakboundSiteMapped(site, start, split ? 0 : (int64_t)length, 1, stamp);
+      LeakboundSiteMapped(site, start, split ? 0 : (int64_t)length, 1, stamp,
+                          LEAKBOUND_WATCH_SITE_MAPPING);
       return;
     }
   }
@@ -308,7 +309,8 @@ static int MapRemoveLocked(uintptr_t start, uintptr_t length, uint32_t* site, un
     uintptr_t cut_end = e < end ? e : end;
     atomic_fetch_sub(&g_mapped_bytes, cut_end - cut_start);
     const int whole = cut_start == s && cut_end == e;
-    LeakboundSiteMapped(its_site, s, -(int64_t)(cut_end - cut_start), whole ? -1 : 0, its_stamp);
+    LeakboundSiteMapped(its_site, s, -(int64_t)(cut_end - cut_start), whole ? -1 : 0, its_stamp,
+                        LEAKBOUND_WATCH_SITE_MAPPING);
     if (whole) {
       atomic_store(&g_maps[i].start, 0);
     } else if (cut_start == s) {

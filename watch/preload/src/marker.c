@@ -276,7 +276,7 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
   }
   leakbound_watch_site_entry *entry = &g_site_batch.entries[g_site_batch.count++];
   entry->site = site;
-  entry->reserved = LeakboundSiteIsMapping(site) ? LEAKBOUND_WATCH_SITE_MAPPING : 0;
+  entry->reserved = (uint32_t)LeakboundSiteRole(site);
   entry->bytes = bytes > 0 ? (uint64_t)bytes : 0;
   entry->allocations = allocations > 0 ? (uint64_t)allocations : 0;
   if (g_site_batch.count == LEAKBOUND_WATCH_SITE_BATCH) SendSiteBatch();

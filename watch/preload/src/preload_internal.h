@@ -78,11 +78,14 @@ LB_HIDDEN uint64_t LeakboundSitesDropped(void);
 /* An anonymous mapping's call site (front_end.c): `bytes` and `blocks` mapped (> 0: a mapping
  * made, or the tail of one split by a hole) or unmapped (< 0; blocks -1 when a mapping went
  * whole, 0 when it shrank), born in census stamp `stamp` (LeakboundHeapEpochNow when it was
- * made). start: the mapping's first address, for the site's samples. */
+ * made). start: the mapping's first address, for the site's samples. role: what it is
+ * (LEAKBOUND_WATCH_SITE_MAPPING, or LEAKBOUND_WATCH_SITE_DEVICE for device memory,
+ * device_sites.c). */
 LB_HIDDEN void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t blocks,
-                                   unsigned stamp);
-/* 1 when the site's allocations are mappings (its SITES entries say so: reserved 1). */
-LB_HIDDEN int LeakboundSiteIsMapping(uint32_t site);
+                                   unsigned stamp, int role);
+/* What the site's allocations are: 0 (heap), LEAKBOUND_WATCH_SITE_MAPPING or _DEVICE (its SITES
+ * entries say so in reserved). */
+LB_HIDDEN int LeakboundSiteRole(uint32_t site);
 /* The censuses of the sites that have one (LEAKBOUND_WATCH_SITE_CENSUS): for each, a visit with
  * cohort LEAKBOUND_WATCH_SITE_CENSUS_FROM (bytes: its first cohort), then one per non-empty
  * cohort up to cohort_now (bytes and blocks born there, still live). Reporting side. */

@@ -330,9 +330,9 @@ void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
 }
 
 void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t blocks,
-                         unsigned stamp) {
+                         unsigned stamp, int role) {
   if (site == 0 || site > kSiteSlots || (bytes == 0 && blocks == 0)) return;
-  atomic_store_explicit(&g_cold[site - 1].mapping, 1, memory_order_relaxed);
+  atomic_store_explicit(&g_cold[site - 1].role, role, memory_order_relaxed);
   Book(0, site, bytes, blocks); /* the shared slot: mappings are few, and any thread unmaps */
   Site* s = &g_sites[site - 1];
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
@@ -352,9 +352,10 @@ void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t 
   }
 }
 
-int LeakboundSiteIsMapping(uint32_t site) {
-  return site != 0 && site <= kSiteSlots &&
-         atomic_load_explicit(&g_cold[site - 1].mapping, memory_order_relaxed);
+int LeakboundSiteRole(uint32_t site) {
+  return site != 0 && site <= kSiteSlots
+             ? atomic_load_explicit(&g_cold[site - 1].role, memory_order_relaxed)
+             : 0;
 }
 
 static void List(uint32_t site) {

@@ -82,7 +82,8 @@ typedef struct SiteCold {
   int visits_sampling; /* visits since the callers were taken */
   int visits_full;     /* visits since its last sample was kept */
   int census_asked;    /* a census was given it, or none was left */
-  _Atomic int mapping; /* its allocations are anonymous mappings (mmap), not heap blocks */
+  _Atomic int role; /* its allocations: heap blocks (0), mappings (LEAKBOUND_WATCH_SITE_MAPPING),
+                     * device memory (LEAKBOUND_WATCH_SITE_DEVICE) */
   int64_t sent_bytes;
   int64_t sent_allocations;
 } SiteCold;

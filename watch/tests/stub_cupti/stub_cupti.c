@@ -3,9 +3,14 @@
  * the CUPTI calls CuptiObserver makes, and a fake program's "allocations"
  * (stub_cupti_* below) become synthetic CUpti_ActivityMemory4 /
  * CUpti_ActivityMemoryPool3 records delivered at cuptiActivityFlushAll, through
- * the buffers the observer hands out, as CUPTI would.
+ * the buffers the observer hands out, as CUPTI would. stub_cupti_malloc and
+ * stub_cupti_free are the program's cudaMalloc / cudaFree: with the runtime
+ * API's callbacks for them enabled (cuptiEnableCallback), the subscriber's
+ * callback runs on the caller's thread, after the malloc and before the free,
+ * with their parameters, as CUPTI's callback API does.
  * LEAKBOUND_STUB_CUPTI_HELD=NAME makes CUPTI look already held by the client
  * NAME. */
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,6 +35,10 @@ static int g_subscribed;
 static int g_memory_enabled, g_pool_enabled;
 static CUpti_BuffersCallbackRequestFunc g_request;
 static CUpti_BuffersCallbackCompleteFunc g_complete;
+static CUpti_CallbackFunc g_callback; /* the subscriber's */
+static void *g_callback_data;
+static int g_malloc_callback, g_free_callback; /* enabled runtime-API callbacks */
+static uint32_t g_correlation;
 
 /* ---- the fake program's side
  * ---------------------------------------------------------------- */
@@ -72,10 +81,39 @@ static void Memory(CUpti_ActivityMemoryOperationType operation, uint64_t address
 }
 
 /* cudaMalloc / cudaFree of `bytes` at `address`. */
+/* The subscriber's runtime-API callback for cbid at site, with params and result. */
+static void RuntimeCallback(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site, const char *name,
+                            void *params, cudaError_t *result) {
+  pthread_mutex_lock(&g_lock);
+  CUpti_CallbackFunc callback = g_callback;
+  void *data = g_callback_data;
+  const int enabled = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020 ? g_malloc_callback
+                                                                         : g_free_callback;
+  const uint32_t correlation = ++g_correlation;
+  pthread_mutex_unlock(&g_lock);
+  if (callback == NULL || !enabled) return;
+  CUpti_CallbackData call;
+  memset(&call, 0, sizeof call);
+  call.callbackSite = site;
+  call.functionName = name;
+  call.functionParams = params;
+  call.functionReturnValue = result;
+  call.correlationId = correlation;
+  callback(data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &call);
+}
+
 STUB_EXPORT void stub_cupti_malloc(uint64_t address, uint64_t bytes) {
   Memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, address, bytes, 0, 0, 0);
+  void *pointer = (void *)(uintptr_t)address;
+  cudaMalloc_v3020_params params = {&pointer, (size_t)bytes};
+  cudaError_t result = cudaSuccess;
+  RuntimeCallback(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_API_EXIT, "cudaMalloc", &params,
+                  &result);
 }
 STUB_EXPORT void stub_cupti_free(uint64_t address, uint64_t bytes) {
+  cudaFree_v3020_params params = {(void *)(uintptr_t)address};
+  RuntimeCallback(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_API_ENTER, "cudaFree", &params,
+                  NULL);
   Memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, address, bytes, 0, 0, 0);
 }
 /* cudaMallocAsync / cudaFreeAsync from the pool at pool_address, which then
@@ -143,12 +181,14 @@ STUB_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **te
 STUB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
                                           CUpti_CallbackFunc callback, void *userdata,
                                           CUpti_SubscriberParams *params) {
-  (void)callback;
-  (void)userdata;
   const char *held = getenv("LEAKBOUND_STUB_CUPTI_HELD");
   pthread_mutex_lock(&g_lock);
   const char *holder = (held && *held) ? held : g_subscribed ? "leakbound" : NULL;
-  if (holder == NULL) g_subscribed = 1;
+  if (holder == NULL) {
+    g_subscribed = 1;
+    g_callback = callback;
+    g_callback_data = userdata;
+  }
   pthread_mutex_unlock(&g_lock);
   if (holder != NULL) {
     if (params && params->oldSubscriberName && params->oldSubscriberSize > 0) {
@@ -169,6 +209,23 @@ STUB_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   (void)subscriber;
   pthread_mutex_lock(&g_lock);
   g_subscribed = 0;
+  g_callback = NULL;
+  g_malloc_callback = g_free_callback = 0;
+  pthread_mutex_unlock(&g_lock);
+  return CUPTI_SUCCESS;
+}
+
+/* The runtime API's cudaMalloc and cudaFree callbacks; any other is accepted and never runs. */
+STUB_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                            CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (subscriber != (CUpti_SubscriberHandle)&g_subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&g_lock);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020) {
+    g_malloc_callback = enable != 0;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020) {
+    g_free_callback = enable != 0;
+  }
   pthread_mutex_unlock(&g_lock);
   return CUPTI_SUCCESS;
 }

@@ -177,6 +177,7 @@ void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
   for (uint32_t i = 0; i < batch.count; ++i) {
     const leakbound_watch_site_entry &entry = batch.entries[i];
     if (entry.reserved == LEAKBOUND_WATCH_SITE_MAPPING) recording.mapping_sites.insert(entry.site);
+    if (entry.reserved == LEAKBOUND_WATCH_SITE_DEVICE) recording.device_sites.insert(entry.site);
     recording.site_updates.push_back(
         {recording.samples.size(), entry.site, entry.bytes, entry.allocations});
   }

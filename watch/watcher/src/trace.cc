@@ -152,7 +152,9 @@ void AddOutstanding(const WatchRecording &recording, const std::vector<int> &cen
       const auto name = recording.site_names.find(site);
       OutstandingRow row;
       row.op = name == recording.site_names.end() ? "site " + std::to_string(site) : name->second;
-      row.role = recording.mapping_sites.contains(site) ? "mapping" : "heap";
+      row.role = recording.mapping_sites.contains(site)  ? "mapping"
+                 : recording.device_sites.contains(site) ? "device"
+                                                         : "heap";
       row.scope = "none";
       row.bytes = it->second.bytes;
       row.allocations = it->second.allocations;

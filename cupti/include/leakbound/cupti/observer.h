@@ -29,6 +29,12 @@ struct ObserverOptions {
   std::size_t buffer_count = 8;
   std::size_t buffer_bytes = std::size_t{1} << 20;  // rounded up to a multiple of 8
   LedgerOptions ledger;
+  // (optional) Where device memory is allocated: when set, called on the allocating thread (a
+  // CUPTI runtime-API callback) after each cudaMalloc that succeeded, and before each cudaFree,
+  // so that the caller can take the program's stack there. Defaults to none (no callback is
+  // enabled). Not the driver API: a cudaMalloc runs cuMemAlloc too, and would be seen twice.
+  void (*on_device_alloc)(std::uint64_t address, std::uint64_t bytes) = nullptr;
+  void (*on_device_free)(std::uint64_t address) = nullptr;
 };
 
 struct ObserverStats {

@@ -103,6 +103,9 @@ typedef enum leakbound_watch_kind {
 /* A SITES entry's reserved: the site's allocations are anonymous mappings (mmap), not heap
  * blocks; its bytes are in host.mapped_bytes. */
 #define LEAKBOUND_WATCH_SITE_MAPPING 1u
+/* ... or device memory (cudaMalloc, seen by the CUDA injection); its bytes are in
+ * cupti.device_bytes. */
+#define LEAKBOUND_WATCH_SITE_DEVICE 2u
 #define LEAKBOUND_WATCH_SITE_CENSUSES 64
 
 /* Callers kept per call site, and after how many markers with growth they are sent. */
@@ -154,6 +157,11 @@ typedef void (*leakbound_watch_set_device_sampler_fn)(leakbound_watch_sampler sa
 typedef int (*leakbound_watch_claim_device_fn)(void);
 typedef void (*leakbound_watch_probe_state_fn)(const char *probe, const char *state);
 typedef void (*leakbound_watch_note_counter_fn)(const char *name, unsigned long long value);
+/* leakbound_watch_device_alloc(address, bytes) / _free(address): called by the CUDA injection
+ * on the allocating thread, after a cudaMalloc and before a cudaFree: the preload books the
+ * block at the call site of the program's code that called CUDA (its stack is taken there). */
+typedef void (*leakbound_watch_device_alloc_fn)(uint64_t address, uint64_t bytes);
+typedef void (*leakbound_watch_device_free_fn)(uint64_t address);
 
 typedef struct leakbound_watch_record {
   uint32_t magic;
@@ -175,7 +183,7 @@ typedef struct leakbound_watch_record {
 /* One call site's survivors after the step (bytes and number still live). */
 typedef struct leakbound_watch_site_entry {
   uint32_t site; /* call-site id (1-based) */
-  uint32_t reserved; /* SITES: 0, or LEAKBOUND_WATCH_SITE_MAPPING; the censuses: see their kinds */
+  uint32_t reserved; /* SITES: 0, LEAKBOUND_WATCH_SITE_MAPPING or _DEVICE; the censuses: see their kinds */
   uint64_t bytes;
   uint64_t allocations;
 } leakbound_watch_site_entry;

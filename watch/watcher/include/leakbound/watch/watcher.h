@@ -111,6 +111,7 @@ struct WatchRecording {
   std::vector<WatchSample> samples;
   std::vector<SiteUpdate> site_updates;
   std::set<std::uint32_t> mapping_sites;  // sites whose allocations are anonymous mappings
+  std::set<std::uint32_t> device_sites;   // sites whose allocations are device memory (cudaMalloc)
   std::map<std::uint32_t, std::string> site_names;
   // FRAME records: a site's callers (innermost first), for the sites that kept growing.
   std::map<std::uint32_t, std::vector<std::string>> site_frames;
