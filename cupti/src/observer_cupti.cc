@@ -379,11 +379,19 @@ class CuptiBackend final : public ObserverBackend {
     }
     // Device call sites (optional): a libcupti without callbacks, or one that refuses them,
     // leaves the ledger as it is, with no call sites.
-    if (api_.enable_callback != nullptr && options_.on_device_alloc != nullptr) {
-      api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
-                           CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020);
-      if (options_.on_device_free != nullptr) {
-        api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+    // Both or neither: allocations seen without their frees would only ever grow.
+    if (api_.enable_callback != nullptr && options_.on_device_alloc != nullptr &&
+        options_.on_device_free != nullptr) {
+      const bool both = api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                             CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020) ==
+                            CUPTI_SUCCESS &&
+                        api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                             CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020) ==
+                            CUPTI_SUCCESS;
+      if (!both) {
+        api_.enable_callback(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020);
+        api_.enable_callback(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
                              CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020);
       }
     }

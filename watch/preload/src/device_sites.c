@@ -5,8 +5,11 @@
  * the same site table, census and samples as host blocks and mappings: a device leak's row is
  * named by its line. The counter itself (cupti.device_bytes) stays the CUPTI ledger's. A table of
  * the live device blocks keeps each one's site and birth stamp for its free; a block past its
- * room is not booked (and its free finds nothing). cudaMalloc is rare and slow (a driver call):
- * a backtrace each costs little beside it. */
+ * room is not booked (and its free finds nothing); an address allocated again without a free
+ * the hooks saw (cudaFreeAsync, cudaDeviceReset) replaces its stale entry. cudaMalloc is rare and
+ * slow (a driver call): a backtrace each costs little beside it. Limits (docs/watch.md, "Device
+ * memory"): a program with the CUDA runtime linked statically (nvcc's default) has cudart's code
+ * in its own image; its frames are passed over only where their symbols are exported. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -36,14 +39,20 @@ static void Lock(void) {
 }
 static void Unlock(void) { atomic_flag_clear_explicit(&g_blocks_lock, memory_order_release); }
 
-/* Whether pc is in CUDA's, CUPTI's or leakbound's own code (or in none): not the program's. */
+/* Whether pc is in CUDA's, CUPTI's or leakbound's own code (or in none): not the program's. A
+ * CUDA runtime function linked into the program itself counts as CUDA's when its symbol is
+ * exported (cuda*, __cuda*). */
 static int Infrastructure(void* pc) {
   Dl_info info;
   if (dladdr(pc, &info) == 0 || info.dli_fname == NULL) return 1;
   const char* name = strrchr(info.dli_fname, '/');
   name = name ? name + 1 : info.dli_fname;
-  return strncmp(name, "libcuda", 7) == 0 || strncmp(name, "libcupti", 8) == 0 ||
-         strncmp(name, "libleakbound_", 13) == 0;
+  if (strncmp(name, "libcuda", 7) == 0 || strncmp(name, "libcupti", 8) == 0 ||
+      strncmp(name, "libleakbound_", 13) == 0) {
+    return 1;
+  }
+  return info.dli_sname != NULL &&
+         (strncmp(info.dli_sname, "cuda", 4) == 0 || strncmp(info.dli_sname, "__cuda", 6) == 0);
 }
 
 /* The return address of the program's call into CUDA: the first frame outside it. */
@@ -62,21 +71,37 @@ LB_EXPORT void leakbound_watch_device_alloc(uint64_t address, uint64_t bytes) {
   const uintptr_t pc = ProgramCaller();
   const uint32_t site = pc != 0 ? LeakboundSiteFor(pc) : 0;
   leakbound_heap_exclude_end();
-  if (site == 0) return;
+  /* Not on the overflow row: it would read as device memory for all the heap sites there. */
+  if (site == 0 || site == LeakboundOverflowSite()) return;
   const unsigned stamp = LeakboundHeapEpochNow();
+  DeviceBlock stale = {0, 0, 0, 0};
   Lock();
-  int kept = 0;
-  for (int i = 0; i < kDeviceBlocks && !kept; ++i) {
-    if (g_blocks[i].address == 0) {
-      g_blocks[i] = (DeviceBlock){address, bytes, site, stamp};
-      kept = 1;
+  int kept = -1;
+  for (int i = 0; i < kDeviceBlocks; ++i) {
+    if (g_blocks[i].address == address) { /* freed behind the hooks, allocated again */
+      stale = g_blocks[i];
+      kept = i;
+      break;
     }
+    if (kept < 0 && g_blocks[i].address == 0) kept = i;
   }
+  if (kept >= 0) g_blocks[kept] = (DeviceBlock){address, bytes, site, stamp};
   Unlock();
-  if (kept) {
+  if (stale.address != 0) {
+    LeakboundSiteMapped(stale.site, (uintptr_t)address, -(int64_t)stale.bytes, -1, stale.stamp,
+                        LEAKBOUND_WATCH_SITE_DEVICE);
+  }
+  if (kept >= 0) {
     LeakboundSiteMapped(site, (uintptr_t)address, (int64_t)bytes, 1, stamp,
                         LEAKBOUND_WATCH_SITE_DEVICE);
   }
+}
+
+/* A forked child: the parent's device blocks are not its own (CUDA does not survive a fork),
+ * and a parent thread may have held the lock. */
+void LeakboundDeviceForget(void) {
+  memset(g_blocks, 0, sizeof g_blocks);
+  atomic_flag_clear(&g_blocks_lock);
 }
 
 LB_EXPORT void leakbound_watch_device_free(uint64_t address) {

@@ -86,6 +86,10 @@ LB_HIDDEN void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes
 /* What the site's allocations are: 0 (heap), LEAKBOUND_WATCH_SITE_MAPPING or _DEVICE (its SITES
  * entries say so in reserved). */
 LB_HIDDEN int LeakboundSiteRole(uint32_t site);
+/* The overflow site's id (sites.c): every pc past the table's room. */
+LB_HIDDEN uint32_t LeakboundOverflowSite(void);
+/* device_sites.c: in a forked child, the device block table starts empty. */
+LB_HIDDEN void LeakboundDeviceForget(void);
 /* The censuses of the sites that have one (LEAKBOUND_WATCH_SITE_CENSUS): for each, a visit with
  * cohort LEAKBOUND_WATCH_SITE_CENSUS_FROM (bytes: its first cohort), then one per non-empty
  * cohort up to cohort_now (bytes and blocks born there, still live). Reporting side. */

@@ -200,14 +200,16 @@ static uint64_t StackHash(const SiteStack* stack) {
   return h;
 }
 
-/* The last read at this many visits: by then a site's samples have had 4,096 steps to die. */
+/* The last read at this many visits (markers at which the site's books changed). */
 enum { kLastRead = 4096 };
 
 int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
   if (site == 0 || site > kSiteSlots) return 0;
   SiteCold* s = &g_cold[site - 1];
   const int state = atomic_load_explicit(&g_sites[site - 1].frames_state, memory_order_acquire);
-  if (state < kSampling) return 0;
+  /* Not before the callers were sent (a forked child samples anew before its sites grew again):
+   * what the watcher names the row by starts as those callers. */
+  if (state < kSampling || state == kRead || !s->frames_sent) return 0;
   SiteSamples* samples = SamplesOf(site - 1);
   if (samples == NULL) return 0;
   /* Samples are first read once their blocks had a step to die in: two visits after the last one
@@ -233,11 +235,11 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
   int live = 0;
   for (int i = 0; i < claimed; ++i) live += CopySample(samples, i, &where[live], &stack[live]);
   out->live = live;
-  int callers_live = 0, best = -1, best_live = 0;
+  int sent_live = 0, best = -1, best_live = 0;
   const char* best_where = NULL;
   int where_live = 0;
   for (int i = 0; i < live; ++i) {
-    callers_live += SameStack(&stack[i], &samples->callers);
+    sent_live += StackHash(&stack[i]) == samples->sent_stack;
     int here = 0, stack_here = 0;
     for (int j = 0; j < live; ++j) {
       here += where[i] != NULL && where[j] == where[i];
@@ -252,17 +254,14 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
       best = i;
     }
   }
-  /* The stack most live samples came from names the row (the callers first taken while none
-   * outnumbers theirs); sent when it is not the one the watcher has. */
-  const SiteStack* naming = best >= 0 && best_live > callers_live && stack[best].count > 0
-                                ? &stack[best]
-                                : &samples->callers;
-  const uint64_t hash = StackHash(naming);
-  if (live > 0 && hash != samples->sent_stack && naming->count > 0) {
-    CopyStack(naming, out->frames, LEAKBOUND_WATCH_FRAMES, &out->frame_count, &out->scanned_from);
-    out->stack_live = naming == &samples->callers ? callers_live : best_live;
+  /* The stack most live samples came from names the row: sent when more of them came from it
+   * than from the one the watcher has (a tie keeps that one). */
+  if (best >= 0 && best_live > sent_live && stack[best].count > 0) {
+    CopyStack(&stack[best], out->frames, LEAKBOUND_WATCH_FRAMES, &out->frame_count,
+              &out->scanned_from);
+    out->stack_live = best_live;
     out->restacked = 1;
-    samples->sent_stack = hash;
+    samples->sent_stack = StackHash(&stack[best]);
   }
   /* The line most live samples came from, when it or its counts moved. */
   if (best_where != NULL && (best_where != samples->sent_where ||
@@ -272,6 +271,12 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
     samples->sent_where = best_where;
     samples->sent_live_here = where_live;
     samples->sent_live = live;
+  }
+  /* Nothing more to learn when no sample is live (none is taken again, but at the overflow
+   * site) or the last read is done: its frees stop looking for samples. The report keeps what
+   * was sent last. */
+  if (samples->next_read > kLastRead || (live == 0 && site != kOverflowSite)) {
+    atomic_store_explicit(&g_sites[site - 1].frames_state, kRead, memory_order_release);
   }
   return out->where != NULL || out->restacked;
 }

@@ -352,6 +352,8 @@ void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t 
   }
 }
 
+uint32_t LeakboundOverflowSite(void) { return kOverflowSite; }
+
 int LeakboundSiteRole(uint32_t site) {
   return site != 0 && site <= kSiteSlots
              ? atomic_load_explicit(&g_cold[site - 1].role, memory_order_relaxed)
@@ -550,6 +552,7 @@ void LeakboundSitesForget(int forked_child) {
     LeakboundSamplesForget(i);
   }
   LeakboundSamplesForgetAll(forked_child);
+  if (forked_child) LeakboundDeviceForget();
   atomic_store_explicit(&g_sites_waiting, 0, memory_order_relaxed);
   /* The censuses so far are of blocks of the old series (or the parent's): the sites get theirs
    * anew. In a forked child (one thread) their slots are given again; in a restart of the series

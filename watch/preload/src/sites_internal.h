@@ -24,8 +24,9 @@ enum {
 
 /* A site's callers and samples: asked by the marker, the callers taken by the next allocation,
  * then samples until LEAKBOUND_WATCH_SAMPLES were kept (kSampled), read by the marker again and
- * again while they die (a free of a sampled block still marks it dead). */
-enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled };
+ * again while they die (a free of a sampled block still marks it dead), until a read finds none
+ * live or the last read is done (kRead: its frees stop looking for samples). */
+enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled, kRead };
 
 /* What the hooks touch, 32 bytes a site (the probe walks these); the rest is in SiteCold. */
 typedef struct Site {
