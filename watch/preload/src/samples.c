@@ -71,6 +71,25 @@ static void Capture(SiteStack* s, uintptr_t pc, int with_pc) {
   s->count = at < n ? kept : with_pc;
 }
 
+/* Writes sample `at`: the thread's Python line, the stack (a copy of `taken`, else captured for
+ * pc), then the block that publishes them. Its version is odd meanwhile, for a sample the
+ * reservoir writes again while the marker may read it (CopySample). */
+static void WriteSample(SiteSamples* cold, int at, void* block, const SiteStack* taken,
+                        uintptr_t pc, int with_pc) {
+  _Atomic uint32_t* version = &cold->sample_version[at];
+  const uint32_t v = atomic_load_explicit(version, memory_order_relaxed);
+  atomic_store_explicit(version, v + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  cold->sample_where[at] = t_python_where;
+  if (taken != NULL) {
+    cold->sample_stack[at] = *taken;
+  } else {
+    Capture(&cold->sample_stack[at], pc, with_pc);
+  }
+  atomic_store_explicit(version, v + 2, memory_order_release);
+  atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
+}
+
 /* The overflow site's reservoir: the block takes the first sample never taken, else one whose
  * block was freed; one thread at a time (another skips this block). The marker may read a sample
  * while it is being taken again (its block was freed meanwhile): its stack can then be the new
@@ -84,14 +103,7 @@ static void RefillSample(SiteSamples* cold, uintptr_t pc, void* block) {
     if (atomic_load_explicit(&cold->sample_block[i], memory_order_relaxed) == NULL) at = i;
   }
   if (at >= 0) {
-    _Atomic uint32_t* version = &cold->sample_version[at];
-    const uint32_t v = atomic_load_explicit(version, memory_order_relaxed);
-    atomic_store_explicit(version, v + 1, memory_order_relaxed); /* odd: being written */
-    atomic_thread_fence(memory_order_release);
-    cold->sample_where[at] = t_python_where;
-    Capture(&cold->sample_stack[at], pc, 1);
-    atomic_store_explicit(version, v + 2, memory_order_release);
-    atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
+    WriteSample(cold, at, block, NULL, pc, 1);
     if (at == claimed) atomic_store_explicit(&cold->samples_claimed, claimed + 1, memory_order_relaxed);
   }
   atomic_flag_clear_explicit(&g_refilling, memory_order_release);
@@ -127,13 +139,7 @@ void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
   }
   const int at = atomic_fetch_add_explicit(&cold->samples_claimed, 1, memory_order_relaxed);
   if (at >= LEAKBOUND_WATCH_SAMPLES) return;
-  cold->sample_where[at] = t_python_where;
-  if (took_callers) {
-    cold->sample_stack[at] = cold->callers;
-  } else {
-    Capture(&cold->sample_stack[at], pc, 0);
-  }
-  atomic_store_explicit(&cold->sample_block[at], block, memory_order_release);
+  WriteSample(cold, at, block, took_callers ? &cold->callers : NULL, pc, 0);
   if (at == LEAKBOUND_WATCH_SAMPLES - 1) {
     atomic_store_explicit(&s->frames_state, kSampled, memory_order_release);
   }
