@@ -5,27 +5,27 @@
  *
  * Records: a direct-mapped table keyed by the block's address, in two levels: the address space is
  * cut into 128 MiB regions, each with a directory (4 KiB) of 512 chunks of 256 KiB of address. A
- * chunk holds one 8-byte record per granule of 32 bytes (glibc: distinct live blocks are >=
- * MINSIZE = 32 bytes apart) or 16 bytes (sanitizer allocators: LEAKBOUND_HEAP_GRANULE_SHIFT=4).
- * A directory and a chunk are mmap'd (MAP_NORESERVE, raw syscall so that no interposed mmap sees
- * it) when the first block of their stretch is recorded; when the kernel refuses, the block goes
- * untracked and the heap says it is degraded. Two live blocks never share a record: the record of a
- * live block belongs to whoever holds the block, so malloc writes it and free clears it with plain
- * stores, ordered by the allocator's own hand-over of the address (free before the next malloc that
- * returns it). A record still set when malloc returns its granule again is stale (that block's free
- * bypassed the hooks): its bytes are dropped from the books. Chosen over a header in front of each
- * block because the user pointer stays the allocator's own (malloc_usable_size, memalign and
- * realloc need no translation), a pointer never recorded (allocated before the library loaded, by
- * ld.so, or while excluded) is simply not found, and the sanitizer mode can use it too. The price:
- * committed pages of a quarter of the span of the small-block heap (8 bytes per 32), and address space
- * of a quarter of the span of each 256 KiB stretch that holds a block: a 100 MiB block mmap'd on its own
- * reserves 68 KiB (a directory and one chunk; the one-level tables before reserved 64 MiB per
- * region touched, and a program under `ulimit -v` ran out of memory sooner watched than bare).
- * A record is one 8-byte word (two words before: committed pages of half the heap's span, +20% of
- * a PyTorch run's RSS): the block's offset in its granule (the granule itself is the record's
- * place), its birth stamp, a call-site id (24 bits, 0 unless the front end passes one: `leakbound
- * watch`'s per-call-site outstanding bytes) and its size (21 bits; a block of 2 MiB - 1 or more
- * keeps its size in a small table of large blocks beside the records).
+ * chunk holds one record per granule of 32 bytes (glibc: distinct live blocks are >= MINSIZE = 32
+ * bytes apart) or 16 bytes (sanitizer allocators: LEAKBOUND_HEAP_GRANULE_SHIFT=4): a 32-bit word
+ * in one array and a 16-bit call site in another (written only when a site is stored, so a run
+ * without call sites never touches its pages). A directory and a chunk are mmap'd (MAP_NORESERVE,
+ * raw syscall so that no interposed mmap sees it) when the first block of their stretch is
+ * recorded; when the kernel refuses, the block goes untracked and the heap says it is degraded.
+ * Two live blocks never share a record: the record of a live block belongs to whoever holds the
+ * block, so malloc writes it and free clears it with plain stores, ordered by the allocator's own
+ * hand-over of the address (free before the next malloc that returns it). A record still set when
+ * malloc returns its granule again is stale (that block's free bypassed the hooks): its bytes are
+ * dropped from the books. Chosen over a header in front of each block because the user pointer
+ * stays the allocator's own (malloc_usable_size, memalign and realloc need no translation), a
+ * pointer never recorded (allocated before the library loaded, by ld.so, or while excluded) is
+ * simply not found, and the sanitizer mode can use it too. The price: committed pages of an eighth
+ * of the span of the small-block heap (3/16 with call sites), and address space of 3/16 of the
+ * span of each 256 KiB stretch that holds a block. The word: valid, the block's offset in its
+ * granule (the granule itself is the record's place), its size (13 bits; a block of 8,176 bytes or
+ * more keeps its size in a large-block table, which the size field names) and its birth stamp;
+ * the site is `leakbound watch`'s call-site id (16 bits, 0 unless the front end passes one). Until
+ * 2026-12-06 a record was one 8-byte word (24-bit site, 21-bit size): 24 MiB of a PyTorch run's
+ * resident memory where the six bytes take 12 (no call sites) or 18.
  *
  * Counters: every figure sits in a per-thread slot written only by its owner (relaxed load + store,
  * no lock prefix) and summed by leakbound_heap_read, so live bytes and allocations are exact
@@ -76,35 +76,41 @@ enum {
   kChunkBits = 18,          /* 256 KiB of address space per chunk of records */
   kAddressBits = 47,        /* user space without 5-level paging hints */
   kThreadSlots = LEAKBOUND_HEAP_SLOTS, /* per-thread counter slots; slot 0 is shared */
-  /* A record is one word: valid (bit 0), the block's offset in its granule in 8-byte units
-   * (bits 1..2), birth stamp (3..18), call site (19..42), size (43..63). */
+  /* A record is six bytes in two arrays of its chunk: a 32-bit word, valid (bit 0), the block's
+   * offset in its granule in 8-byte units (bits 1..2), size (3..15), birth stamp (16..31); and
+   * the call site, 16 bits, in an array of its own, written only when a site is stored (so a
+   * run without call sites never touches its pages). */
   kOffsetShift = 1,
-  kStampShift = 3,
-  kSiteShift = 19,
-  kSizeShift = 43,
-  kSiteMax = (1 << 24) - 1,            /* the largest call-site id a record holds */
-  kLargeSize = (1 << 21) - 1,          /* size field of a block whose size is in g_large */
-  kLargeSlots = 1 << 16,               /* the large-block table: live blocks >= 2 MiB */
+  kSizeShift = 3,
+  kSizeBits = 13,
+  kStampShift = 16,
+  kSiteMax = (1 << 16) - 1,            /* the largest call-site id a record holds */
+  kLargeTables = 16,                   /* large-block tables, each twice the one before */
+  kLargeField = (1 << kSizeBits) - kLargeTables, /* size field kLargeField + t: in large table t */
+  kLargeFirstSlots = 1 << 12,          /* the first table's slots (64 KiB) */
   kCohorts = LEAKBOUND_HEAP_COHORTS + 1, /* + one for blocks born before the census started */
   kOlderCohort = LEAKBOUND_HEAP_COHORTS,
   kBooks = 2 * kCohorts, /* a set of cohorts per generation parity */
 };
-static const uint64_t kEmpty = 0;
-static const uint64_t kInlineSizeMax = kLargeSize - 1; /* 2 MiB - 2: larger sizes go to g_large */
+static const uint32_t kEmpty = 0;
+static const uint64_t kInlineSizeMax = kLargeField - 1; /* 8,175: larger sizes go to a large table */
 static const uintptr_t kLargeTombstone = 1;
 static const size_t kRegions = (size_t)1 << (kAddressBits - kRegionBits);
 static const size_t kChunksPerRegion = (size_t)1 << (kRegionBits - kChunkBits);
-static const size_t kRecordsPerChunk = (size_t)1 << (kChunkBits - kGranuleShift);
 static const uintptr_t kGranuleMask = ((uintptr_t)1 << kGranuleShift) - 1;
 
-typedef struct Record {
-  _Atomic uint64_t word; /* kEmpty, or the fields above */
-} Record;
+/* The records of 256 KiB of address: one per granule, its word and its call site. */
+typedef struct Chunk {
+  _Atomic uint32_t word[(size_t)1 << (kChunkBits - kGranuleShift)]; /* kEmpty, or the fields */
+  _Atomic uint16_t site[(size_t)1 << (kChunkBits - kGranuleShift)]; /* 0 unless word holds one */
+} Chunk;
 
-/* The sizes of live blocks too large for a record's 21 bits (>= 2 MiB - 1: a block that large
- * costs an mmap or a page-touching memset, beside which a probe is nothing). Open addressing,
- * linear probing; a freed entry becomes a tombstone, which the next insert on its path takes
- * (slots never become empty again, so a probe for a live key stops at it or at an empty slot). */
+/* The sizes of live blocks too large for a record's 13 bits (>= 8,176 bytes: a block that large
+ * is written by its owner, beside which a probe is little; a PyTorch training run holds ~200 at
+ * once). Tables of 4,096, 8,192, ... slots, mapped when the ones before are half full; the
+ * record says which table holds its block. Open addressing, linear probing; a freed entry
+ * becomes a tombstone, which the next insert on its path takes (slots never become empty again,
+ * so a probe for a live key stops at it or at an empty slot). */
 typedef struct LargeEntry {
   _Atomic uintptr_t key; /* 0 empty, kLargeTombstone, else the block's address */
   _Atomic uint64_t size;
@@ -138,11 +144,12 @@ typedef struct ThreadState {
 /* A region's directory: one pointer per chunk of records, NULL until a block is recorded in its
  * stretch of address (4 KiB). */
 typedef struct Directory {
-  _Atomic(Record *) chunks[(size_t)1 << (kRegionBits - kChunkBits)];
+  _Atomic(Chunk *) chunks[(size_t)1 << (kRegionBits - kChunkBits)];
 } Directory;
 
 static _Atomic(Directory *) g_regions[(size_t)1 << (kAddressBits - kRegionBits)]; /* 8 MiB, bss */
-static LargeEntry g_large[kLargeSlots]; /* 1 MiB of bss, touched where used */
+static LargeEntry *_Atomic g_large[kLargeTables]; /* mapped on demand */
+static _Atomic int64_t g_large_live[kLargeTables];   /* live entries per table */
 static _Atomic int g_paused;
 static _Atomic int g_degraded;
 static ThreadCounters g_threads[kThreadSlots] = {{.owned = 1, .shared = 1}};
@@ -325,21 +332,20 @@ static inline size_t ChunkOf(uintptr_t key) {
   return (key >> kChunkBits) & (kChunksPerRegion - 1);
 }
 
-static inline Record *RecordIn(Record *chunk, uintptr_t key) {
-  return &chunk[(key & (((uintptr_t)1 << kChunkBits) - 1)) >> kGranuleShift];
+static inline size_t RecordIndex(uintptr_t key) {
+  return (key & (((uintptr_t)1 << kChunkBits) - 1)) >> kGranuleShift;
 }
 
-/* key's record if its chunk is mapped, else NULL (key is below 2^47). */
-static inline Record *FindRecord(uintptr_t key) {
+/* key's chunk of records if mapped, else NULL (key is below 2^47). */
+static inline Chunk *FindChunk(uintptr_t key) {
   Directory *directory = atomic_load_explicit(&g_regions[RegionOf(key)], memory_order_acquire);
   if (LB_UNLIKELY(directory == NULL)) return NULL;
-  Record *chunk = atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
-  return LB_LIKELY(chunk != NULL) ? RecordIn(chunk, key) : NULL;
+  return atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
 }
 
 /* Maps what key's record needs on its first block (a directory, a chunk); NULL when mmap fails
  * (retried next time). */
-static __attribute__((noinline)) Record *MapRecord(uintptr_t key) {
+static __attribute__((noinline)) Chunk *MapChunk(uintptr_t key) {
   _Atomic(Directory *) *region = &g_regions[RegionOf(key)];
   Directory *directory = atomic_load_explicit(region, memory_order_acquire);
   if (directory == NULL) {
@@ -352,54 +358,85 @@ static __attribute__((noinline)) Record *MapRecord(uintptr_t key) {
       syscall(SYS_munmap, mine, sizeof(Directory)); /* another thread mapped it first */
     }
   }
-  _Atomic(Record *) *slot = &directory->chunks[ChunkOf(key)];
-  Record *chunk = atomic_load_explicit(slot, memory_order_acquire);
+  _Atomic(Chunk *) *slot = &directory->chunks[ChunkOf(key)];
+  Chunk *chunk = atomic_load_explicit(slot, memory_order_acquire);
   if (chunk == NULL) {
-    Record *mine = (Record *)MapTable(sizeof(Record) * kRecordsPerChunk);
+    Chunk *mine = (Chunk *)MapTable(sizeof(Chunk));
     if (mine == NULL) return NULL;
     if (atomic_compare_exchange_strong_explicit(slot, &chunk, mine, memory_order_acq_rel,
                                                 memory_order_acquire)) {
       chunk = mine;
     } else {
-      syscall(SYS_munmap, mine, sizeof(Record) * kRecordsPerChunk);
+      syscall(SYS_munmap, mine, sizeof(Chunk));
     }
   }
-  return RecordIn(chunk, key);
+  return chunk;
 }
 
 /* ---- large blocks ---------------------------------------------------------------------- */
 
-static inline size_t LargeHome(uintptr_t key) {
-  return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - 16));
+static inline size_t LargeSlots(int table) { return (size_t)kLargeFirstSlots << table; }
+
+static inline size_t LargeHome(uintptr_t key, int table) {
+  return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - 12 - table));
 }
 
-/* Inserts key's size; 0 when every slot holds a live block. */
+/* Table `table`, mapped on first use; NULL when the kernel refuses. */
+static LargeEntry *LargeTable(int table) {
+  LargeEntry *entries = atomic_load_explicit(&g_large[table], memory_order_acquire);
+  if (entries != NULL) return entries;
+  LargeEntry *mine = (LargeEntry *)MapTable(sizeof(LargeEntry) * LargeSlots(table));
+  if (mine == NULL) return NULL;
+  if (atomic_compare_exchange_strong_explicit(&g_large[table], &entries, mine,
+                                              memory_order_acq_rel, memory_order_acquire)) {
+    return mine;
+  }
+  syscall(SYS_munmap, mine, sizeof(LargeEntry) * LargeSlots(table));
+  return entries;
+}
+
+/* Inserts key's size into the first table less than half full: the table's number, or -1 when
+ * none has room (or none could be mapped). */
 static __attribute__((noinline)) int LargePut(uintptr_t key, uint64_t size) {
-  const size_t home = LargeHome(key);
-  for (size_t i = 0; i < kLargeSlots; ++i) {
-    LargeEntry *entry = &g_large[(home + i) & (kLargeSlots - 1)];
-    uintptr_t seen = atomic_load_explicit(&entry->key, memory_order_relaxed);
-    while (seen == 0 || seen == kLargeTombstone) {
-      if (atomic_compare_exchange_weak_explicit(&entry->key, &seen, key, memory_order_relaxed,
-                                                memory_order_relaxed)) {
-        /* Read only by whoever frees the block, after the allocator handed it over. */
-        atomic_store_explicit(&entry->size, size, memory_order_relaxed);
-        return 1;
+  for (int table = 0; table < kLargeTables; ++table) {
+    const size_t slots = LargeSlots(table);
+    if (atomic_load_explicit(&g_large_live[table], memory_order_relaxed) >= (int64_t)slots / 2) {
+      continue;
+    }
+    LargeEntry *entries = LargeTable(table);
+    if (entries == NULL) return -1;
+    const size_t home = LargeHome(key, table);
+    for (size_t i = 0; i < slots; ++i) {
+      LargeEntry *entry = &entries[(home + i) & (slots - 1)];
+      uintptr_t seen = atomic_load_explicit(&entry->key, memory_order_relaxed);
+      while (seen == 0 || seen == kLargeTombstone) {
+        if (atomic_compare_exchange_weak_explicit(&entry->key, &seen, key, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+          /* Read only by whoever frees the block, after the allocator handed it over. */
+          atomic_store_explicit(&entry->size, size, memory_order_relaxed);
+          atomic_fetch_add_explicit(&g_large_live[table], 1, memory_order_relaxed);
+          return table;
+        }
       }
     }
   }
-  return 0;
+  return -1;
 }
 
-/* Removes key's entry and returns its size (0 when absent, which a matching record rules out). */
-static __attribute__((noinline)) uint64_t LargeTake(uintptr_t key) {
-  const size_t home = LargeHome(key);
-  for (size_t i = 0; i < kLargeSlots; ++i) {
-    LargeEntry *entry = &g_large[(home + i) & (kLargeSlots - 1)];
+/* Removes key's entry from table `table` and returns its size (0 when absent, which a matching
+ * record rules out). */
+static __attribute__((noinline)) uint64_t LargeTake(uintptr_t key, int table) {
+  LargeEntry *entries = atomic_load_explicit(&g_large[table], memory_order_acquire);
+  if (entries == NULL) return 0;
+  const size_t slots = LargeSlots(table);
+  const size_t home = LargeHome(key, table);
+  for (size_t i = 0; i < slots; ++i) {
+    LargeEntry *entry = &entries[(home + i) & (slots - 1)];
     const uintptr_t seen = atomic_load_explicit(&entry->key, memory_order_relaxed);
     if (seen == key) {
       const uint64_t size = atomic_load_explicit(&entry->size, memory_order_relaxed);
       atomic_store_explicit(&entry->key, kLargeTombstone, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&g_large_live[table], 1, memory_order_relaxed);
       return size;
     }
     if (seen == 0) break;
@@ -409,32 +446,40 @@ static __attribute__((noinline)) uint64_t LargeTake(uintptr_t key) {
 
 /* ---- records ---------------------------------------------------------------------------- */
 
-static inline uint64_t OffsetField(uintptr_t key) { return (key & kGranuleMask) >> 3; }
-
-static inline uint64_t Pack(uintptr_t key, uint64_t size_field, uint32_t site, unsigned stamp) {
-  return 1 | OffsetField(key) << kOffsetShift | (uint64_t)stamp << kStampShift |
-         (uint64_t)site << kSiteShift | size_field << kSizeShift;
+static inline uint32_t OffsetField(uintptr_t key) {
+  return (uint32_t)((key & kGranuleMask) >> 3);
 }
 
-static inline unsigned StampOf(uint64_t word) { return (unsigned)(word >> kStampShift) & 0xffff; }
-
-/* A record's size: inline, or the large table's (which the entry leaves). */
-static inline uint64_t SizeOf(uint64_t word, uintptr_t address) {
-  const uint64_t size = word >> kSizeShift;
-  return LB_LIKELY(size != kLargeSize) ? size : LargeTake(address);
+static inline uint32_t Pack(uintptr_t key, uint32_t size_field, unsigned stamp) {
+  return 1u | OffsetField(key) << kOffsetShift | size_field << kSizeShift |
+         (uint32_t)stamp << kStampShift;
 }
 
-/* Clears key's record and returns its size, site and birth stamp; 0 when key was not recorded
- * (no record, another block's, or an address no block of malloc's can have). */
+static inline unsigned StampOf(uint32_t word) { return word >> kStampShift; }
+
+/* A record's size: inline, or its large table's (which the entry leaves). */
+static inline uint64_t SizeOf(uint32_t word, uintptr_t address) {
+  const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
+  return LB_LIKELY(field < (uint32_t)kLargeField) ? field
+                                                  : LargeTake(address, (int)(field - kLargeField));
+}
+
+/* Clears key's record and returns its size, site (when site is not NULL; a run without call
+ * sites never reads their array) and birth stamp; 0 when key was not recorded (no record,
+ * another block's, or an address no block of malloc's can have). */
 static inline int RecordTake(uintptr_t key, uint64_t *size, uint32_t *site, unsigned *epoch) {
   if (LB_UNLIKELY(RegionOf(key) >= kRegions || (key & 7) != 0)) return 0;
-  Record *record = FindRecord(key);
-  if (LB_UNLIKELY(record == NULL)) return 0;
-  const uint64_t word = atomic_load_explicit(&record->word, memory_order_relaxed);
+  Chunk *chunk = FindChunk(key);
+  if (LB_UNLIKELY(chunk == NULL)) return 0;
+  const size_t i = RecordIndex(key);
+  const uint32_t word = atomic_load_explicit(&chunk->word[i], memory_order_relaxed);
   if (word == kEmpty || ((word >> kOffsetShift) & 3) != OffsetField(key)) return 0;
-  atomic_store_explicit(&record->word, kEmpty, memory_order_relaxed);
+  atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
+  if (site) {
+    *site = atomic_load_explicit(&chunk->site[i], memory_order_relaxed);
+    if (*site != 0) atomic_store_explicit(&chunk->site[i], 0, memory_order_relaxed);
+  }
   *size = SizeOf(word, key);
-  *site = (uint32_t)(word >> kSiteShift) & kSiteMax;
   *epoch = StampOf(word);
   return 1;
 }
@@ -444,21 +489,25 @@ static inline int RecordTake(uintptr_t key, uint64_t *size, uint32_t *site, unsi
 static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uint32_t site,
                             unsigned epoch, uint64_t clock) {
   if (LB_UNLIKELY(RegionOf(key) >= kRegions || (key & 7) != 0)) return 0;
-  Record *record = FindRecord(key);
-  if (LB_UNLIKELY(record == NULL) && (record = MapRecord(key)) == NULL) return 0;
-  const uint64_t stale = atomic_load_explicit(&record->word, memory_order_relaxed);
+  Chunk *chunk = FindChunk(key);
+  if (LB_UNLIKELY(chunk == NULL) && (chunk = MapChunk(key)) == NULL) return 0;
+  const size_t i = RecordIndex(key);
+  const uint32_t stale = atomic_load_explicit(&chunk->word[i], memory_order_relaxed);
   if (LB_UNLIKELY(stale != kEmpty)) {
-    atomic_store_explicit(&record->word, kEmpty, memory_order_relaxed);
+    atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
+    atomic_store_explicit(&chunk->site[i], 0, memory_order_relaxed);
     const uintptr_t stale_address =
         (key & ~kGranuleMask) | (uintptr_t)(((stale >> kOffsetShift) & 3) << 3);
     CountFreed(c, SizeOf(stale, stale_address), Book(clock, CohortOf(clock, StampOf(stale))));
   }
-  uint64_t size_field = size;
+  uint32_t size_field = (uint32_t)size;
   if (LB_UNLIKELY(size > kInlineSizeMax)) {
-    if (!LargePut(key, size)) return 0;
-    size_field = kLargeSize;
+    const int table = LargePut(key, size);
+    if (table < 0) return 0;
+    size_field = (uint32_t)kLargeField + (uint32_t)table;
   }
-  atomic_store_explicit(&record->word, Pack(key, size_field, site, epoch), memory_order_relaxed);
+  if (site != 0) atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+  atomic_store_explicit(&chunk->word[i], Pack(key, size_field, epoch), memory_order_relaxed);
   return 1;
 }
 
@@ -491,11 +540,13 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsig
                 (key & 7) == 0 &&
                 region < kRegions &&
                 !atomic_load_explicit(&g_paused, memory_order_relaxed))) {
-    Record *record = FindRecord(key);
-    if (LB_LIKELY(record != NULL)) {
-      if (LB_LIKELY(atomic_load_explicit(&record->word, memory_order_relaxed) == kEmpty)) {
+    Chunk *chunk = FindChunk(key);
+    if (LB_LIKELY(chunk != NULL)) {
+      const size_t i = RecordIndex(key);
+      if (LB_LIKELY(atomic_load_explicit(&chunk->word[i], memory_order_relaxed) == kEmpty)) {
         const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-        atomic_store_explicit(&record->word, Pack(key, size, site, CurrentEpoch(clock)),
+        if (site != 0) atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+        atomic_store_explicit(&chunk->word[i], Pack(key, (uint32_t)size, CurrentEpoch(clock)),
                               memory_order_relaxed);
         CountAllocated(c, size, BirthBook(clock));
         *stamp = CurrentEpoch(clock);
@@ -536,9 +587,8 @@ static __attribute__((noinline)) void OnFreeSlow(uint64_t size, unsigned epoch) 
 
 void LeakboundHeapOnFree(const void *block) {
   uint64_t size;
-  uint32_t site;
   unsigned epoch;
-  if (RecordTake((uintptr_t)block, &size, &site, &epoch)) {
+  if (RecordTake((uintptr_t)block, &size, NULL, &epoch)) {
     ThreadCounters *c = t_state.counters;
     if (LB_UNLIKELY(c == NULL || c->shared)) {
       OnFreeSlow(size, epoch); /* a thread's first free, or the shared slot */

@@ -42,7 +42,7 @@ typedef struct LeakboundHeapTaken {
  * counting is paused. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnAlloc(const void* block, uint64_t size);
 /* The same, with a call-site id stored in the record (returned by OnFreeTaken / Take; ids above
- * 2^24 - 1 are stored as 0). Returns 0 when the block was not recorded (excluded, paused, or
+ * 2^16 - 1 are stored as 0). Returns 0 when the block was not recorded (excluded, paused, or
  * untracked), else the allocating thread's counter slot + 1 (1: the shared slot), so that
  * per-site books can follow the core's and be kept per thread like its counters. */
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocAt(const void* block, uint64_t size, uint32_t site);

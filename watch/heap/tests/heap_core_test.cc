@@ -55,9 +55,9 @@ TEST(HeapCoreTest, OnAllocAt_StoresTheSite_OnFreeTakenReturnsItAndDecrements) {
   EXPECT_EQ(Read().live_bytes, start.live_bytes);
 }
 
-TEST(HeapCoreTest, OnAllocAt_SiteAboveTwentyFourBits_IsStoredAsZero) {
+TEST(HeapCoreTest, OnAllocAt_SiteAboveSixteenBits_IsStoredAsZero) {
   const void *block = Address(2, 0);
-  ASSERT_NE(LeakboundHeapOnAllocAt(block, 8, 1u << 24), 0);
+  ASSERT_NE(LeakboundHeapOnAllocAt(block, 8, 1u << 16), 0);
   EXPECT_EQ(LeakboundHeapOnFreeTaken(block).site, 0u);
 }
 
@@ -114,13 +114,13 @@ TEST(HeapCoreTest, AddressOutsideTheTable_IsUntracked) {
   EXPECT_EQ(after.live_bytes, start.live_bytes);
 }
 
-// A record keeps 21 bits of size; a block of 2 MiB - 1 or more keeps its size in the table of
+// A record keeps 13 bits of size; a block of 8,176 bytes or more keeps its size in a table of
 // large blocks beside the records, exact to the byte whatever its size.
 TEST(HeapCoreTest, LargeBlocks_KeepTheirExactSize_ThroughFreeTakeAndPutBack) {
   const leakbound_heap_stats start = Read();
   const void *edge = Address(30, 0);
   const void *huge = Address(30, 4096);
-  const uint64_t kEdge = (uint64_t(1) << 21) - 2;  // the largest size a record holds itself
+  const uint64_t kEdge = 8175;  // the largest size a record holds itself
   const uint64_t kHuge = (uint64_t(3) << 40) + 7;  // past 40 bits too
   ASSERT_NE(LeakboundHeapOnAllocAt(edge, kEdge + 1, 11), 0);
   ASSERT_NE(LeakboundHeapOnAllocAt(huge, kHuge, 12), 0);
@@ -151,6 +151,40 @@ TEST(HeapCoreTest, LargeBlocks_ManyMoreThanTheTableHolds_ComeAndGoExactly) {
   const leakbound_heap_stats after = Read();
   EXPECT_EQ(after.live_bytes, start.live_bytes);
   EXPECT_EQ(after.untracked_allocations, start.untracked_allocations);
+}
+
+// More large blocks live at once than the first table's half: they go on into the next tables
+// (each twice the one before), every one exact, and each table's entries leave with their blocks.
+TEST(HeapCoreTest, LargeBlocks_LiveAtOnceBeyondTheFirstTable_StayExact) {
+  const leakbound_heap_stats start = Read();
+  constexpr uintptr_t kBlocks = 20000;  // past tables 0 (2,048), 1 (4,096), 2 (8,192)
+  uint64_t total = 0;
+  for (uintptr_t i = 0; i < kBlocks; ++i) {
+    ASSERT_NE(LeakboundHeapOnAllocAt(Address(34, i * 4096), 8176 + i, 7), 0) << i;
+    total += 8176 + i;
+  }
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, total);
+  for (uintptr_t i = 0; i < kBlocks; ++i) {
+    const LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(Address(34, i * 4096));
+    ASSERT_EQ(taken.size, 8176 + i) << i;
+    ASSERT_EQ(taken.site, 7u) << i;
+  }
+  EXPECT_EQ(Read().live_bytes, start.live_bytes);
+  EXPECT_EQ(Read().untracked_allocations, start.untracked_allocations);
+}
+
+// A record's call site lives only as long as its block: the next block in the granule, recorded
+// without a site (a freed one, or one whose free bypassed the hooks), reads none.
+TEST(HeapCoreTest, CallSite_LeavesWithItsBlock) {
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 0), 24, 4321), 0);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(35, 0)).site, 4321u);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 0), 24, 0), 0);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(35, 0)).site, 0u);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 64), 24, 99), 0);  // its free bypasses the hooks
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 64 + kSameGranule), 8, 0), 0);
+  const LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(Address(35, 64 + kSameGranule));
+  EXPECT_EQ(taken.size, 8u);
+  EXPECT_EQ(taken.site, 0u);
 }
 
 // A large block whose free bypassed the hooks: the next block in its granule drops its bytes

@@ -10,14 +10,15 @@
 
 #include "preload_internal.h"
 
-/* Call sites: 65,536 slots in two parts. A site's pc is hashed into the first 16,384 (the hot
- * part: a program's sites touch its pages only, as when that was the whole table); only when 64
- * probes there find no room does it go to the other 49,152 (pages touched only by a program
+/* Call sites: 65,535 slots in two parts (a site's id, 1-based, is 16 bits of a heap record). A
+ * site's pc is hashed into the first 16,384 (the hot part: a program's sites touch its pages
+ * only, as when that was the whole table); only when 64 probes there find no room does it go to
+ * the other 49,151 (pages touched only by a program
  * with that many sites; the arrays are zero bss, so untouched parts cost address space, not
  * memory). */
 enum {
   kSiteBits = 14,            /* the hot part: 16,384 slots */
-  kSiteSlots = 1 << 16,      /* the whole table */
+  kSiteSlots = (1 << 16) - 1, /* the whole table: ids 1..65,535 fit a record's 16 bits */
   kSiteProbe = 64,
   kOverflowSite = kSiteSlots, /* the last slot: every pc past the table's room */
 };
