@@ -397,7 +397,7 @@ PY
     expect_flat host.heap_bytes
     ;;
   many_sites_leak)
-    # 17,408 call sites, past the hot part of the site table (16,384): the leak, claimed after
+    # 33,792 call sites, past the hot part of the site table (32,768): the leak, claimed after
     # them in the overflow part, is still named on its line, with the heap exact (40 B/step).
     watch_expect 1 -- "$(dirname "$c_steps")/watch_many_sites" leak 200
     expect_verdict unbounded-growth host.heap_bytes

@@ -223,7 +223,7 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
    * rarely, and the overflow site, whose reservoir is never full for good); then at twice the
    * visits of the read before, up to kLastRead. */
   ++s->visits_sampling;
-  if (state == kSampled) ++s->visits_full;
+  if (state == kSampled && s->visits_full < UINT8_MAX) ++s->visits_full;
   if (samples->next_read == 0) {
     if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
     samples->next_read = s->visits_sampling;

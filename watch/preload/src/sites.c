@@ -332,7 +332,7 @@ void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
 void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t blocks,
                          unsigned stamp, int role) {
   if (site == 0 || site > kSiteSlots || (bytes == 0 && blocks == 0)) return;
-  atomic_store_explicit(&g_cold[site - 1].role, role, memory_order_relaxed);
+  atomic_store_explicit(&g_cold[site - 1].role, (uint8_t)role, memory_order_relaxed);
   Book(0, site, bytes, blocks); /* the shared slot: mappings are few, and any thread unmaps */
   Site* s = &g_sites[site - 1];
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
@@ -438,12 +438,12 @@ void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context) {
       bytes += LoadRelaxed(&d->bytes);
       allocations += LoadRelaxed(&d->allocations);
     }
-    if (!s->named || bytes != s->sent_bytes || allocations != s->sent_allocations) {
-      if (s->named && bytes > s->sent_bytes) ++s->grew;
+    if (!s->named || bytes != s->sent_bytes || (uint32_t)allocations != s->sent_allocations) {
+      if (s->named && bytes > s->sent_bytes && s->grew < UINT8_MAX) ++s->grew;
       visit(i + 1, pc, bytes, allocations, !s->named, context);
       s->named = 1;
       s->sent_bytes = bytes;
-      s->sent_allocations = allocations;
+      s->sent_allocations = (uint32_t)allocations;
     }
   }
   /* After the visits (they may ask): who waits now. */

@@ -11,13 +11,15 @@
 #include "preload_internal.h"
 
 /* Call sites: 65,535 slots in two parts (a site's id, 1-based, is 16 bits of a heap record). A
- * site's pc is hashed into the first 16,384 (the hot part: a program's sites touch its pages
- * only, as when that was the whole table); only when 64 probes there find no room does it go to
- * the other 49,151 (pages touched only by a program
- * with that many sites; the arrays are zero bss, so untouched parts cost address space, not
- * memory). */
+ * site's pc is hashed into the first 32,768 (the hot part: a program's sites touch its pages
+ * only); only when 64 probes there find no room does it go to the other 32,766 (pages touched only
+ * by a program with that many sites; the arrays are zero bss, so untouched parts cost address
+ * space, not memory). The hot part was 16,384: `import torch` claims ~15,400 sites, so probes
+ * were long and many sites spilled into the other part, each touching a page of its own there
+ * (2.9 MiB of Site and SiteCold resident, 2.0 MiB now, with SiteCold at 32 bytes instead of 48;
+ * the PyTorch run's task-clock the same within its spread). */
 enum {
-  kSiteBits = 14,            /* the hot part: 16,384 slots */
+  kSiteBits = 15,            /* the hot part: 32,768 slots */
   kSiteSlots = (1 << 16) - 1, /* the whole table: ids 1..65,535 fit a record's 16 bits */
   kSiteProbe = 64,
   kOverflowSite = kSiteSlots, /* the last slot: every pc past the table's room */
@@ -78,17 +80,18 @@ enum { kScannedFrames = 4 };   /* callers a stack scan may add past code of no m
 /* The reporting side's books. */
 typedef struct SiteCold {
   _Atomic uint32_t samples; /* its SiteSamples + 1, set before the marker first asks; 0: none */
-  int named;
-  int grew; /* visits at which its survivors grew */
-  int frames_sent;
-  int visits_sampling; /* visits since the callers were taken */
-  int visits_full;     /* visits since its last sample was kept */
-  int census_asked;    /* a census was given it, or none was left */
-  _Atomic int role; /* its allocations: heap blocks (0), mappings (LEAKBOUND_WATCH_SITE_MAPPING),
-                     * device memory (LEAKBOUND_WATCH_SITE_DEVICE) */
+  int32_t visits_sampling; /* visits since the callers were taken */
   int64_t sent_bytes;
-  int64_t sent_allocations;
+  uint32_t sent_allocations; /* the low 32 bits: only compared, never sent */
+  uint8_t named;
+  uint8_t grew;        /* visits at which its survivors grew (counted up to 255) */
+  uint8_t frames_sent;
+  uint8_t visits_full; /* visits since its last sample was kept (counted up to 255) */
+  uint8_t census_asked; /* a census was given it, or none was left */
+  _Atomic uint8_t role; /* its allocations: heap blocks (0), mappings (LEAKBOUND_WATCH_SITE_MAPPING),
+                         * device memory (LEAKBOUND_WATCH_SITE_DEVICE) */
 } SiteCold;
+_Static_assert(sizeof(SiteCold) == 32, "SiteCold: 32 bytes a slot, touched for every site a program has");
 
 extern LB_HIDDEN Site g_sites[kSiteSlots];
 extern LB_HIDDEN SiteCold g_cold[kSiteSlots];

@@ -1,5 +1,5 @@
-/* More call sites than the hot part of the preload's site table holds (16,384): each step
- * allocates 64 bytes at 17,408 distinct calls (macro-repeated, each its own return address) and
+/* More call sites than the hot part of the preload's site table holds (32,768): each step
+ * allocates 64 bytes at 33,792 distinct calls (macro-repeated, each its own return address) and
  * frees them; in `leak` mode it also keeps 40 bytes a step at one line, claimed after them (in
  * the table's overflow part). Past the whole table: watch_jit_sites many.
  * Usage: watch_many_sites clean|leak STEPS */
@@ -11,11 +11,12 @@
 
 #define R4(x) x x x x
 #define SITE held[n++] = malloc(64);
-enum { kSites = 16384 + 1024 };
+enum { kSites = 32768 + 1024 };
 static void* held[kSites];
 
 static int Allocate(void) {
   int n = 0;
+  R4(R4(R4(R4(R4(R4(R4(SITE)))))))  /* 16,384 */
   R4(R4(R4(R4(R4(R4(R4(SITE)))))))  /* 16,384 */
   R4(R4(R4(R4(R4(SITE)))))          /* 1,024 */
   for (int i = 0; i < n; ++i) {
