@@ -407,7 +407,7 @@ PY
     if report_field "w['description']" | grep -q "past the site table's room"; then fail "sites said dropped within the table's room"; fi
     ;;
   many_sites_past_table)
-    # 70,000 call sites of generated code, past the whole table (65,536): the heap stays exact
+    # 70,000 call sites of generated code, past the whole table (65,535): the heap stays exact
     # (40 B/step), the report says allocations were at sites past the table's room, and not that
     # the heap's record tables were full.
     jit_or_skip

@@ -152,6 +152,9 @@ static LargeEntry *_Atomic g_large[kLargeTables]; /* mapped on demand */
 static _Atomic int64_t g_large_live[kLargeTables];   /* live entries per table */
 static _Atomic int g_paused;
 static _Atomic int g_degraded;
+/* Set at the first record that stores a call site: from then on every free clears its record's
+ * site (OnFree too, which a run without call sites uses and which otherwise never reads it). */
+static _Atomic int g_sites_stored;
 static ThreadCounters g_threads[kThreadSlots] = {{.owned = 1, .shared = 1}};
 static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at least once */
 /* The census clock: the current cohort in bits 0..7, the census generation in 8..15 (a record
@@ -464,6 +467,13 @@ static inline uint64_t SizeOf(uint32_t word, uintptr_t address) {
                                                   : LargeTake(address, (int)(field - kLargeField));
 }
 
+static inline void StoreSite(Chunk *chunk, size_t i, uint32_t site) {
+  atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+  if (LB_UNLIKELY(!atomic_load_explicit(&g_sites_stored, memory_order_relaxed))) {
+    atomic_store_explicit(&g_sites_stored, 1, memory_order_relaxed);
+  }
+}
+
 /* Clears key's record and returns its size, site (when site is not NULL; a run without call
  * sites never reads their array) and birth stamp; 0 when key was not recorded (no record,
  * another block's, or an address no block of malloc's can have). */
@@ -506,7 +516,7 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uin
     if (table < 0) return 0;
     size_field = (uint32_t)kLargeField + (uint32_t)table;
   }
-  if (site != 0) atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+  if (site != 0) StoreSite(chunk, i, site);
   atomic_store_explicit(&chunk->word[i], Pack(key, size_field, epoch), memory_order_relaxed);
   return 1;
 }
@@ -545,7 +555,7 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsig
       const size_t i = RecordIndex(key);
       if (LB_LIKELY(atomic_load_explicit(&chunk->word[i], memory_order_relaxed) == kEmpty)) {
         const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-        if (site != 0) atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+        if (site != 0) StoreSite(chunk, i, site);
         atomic_store_explicit(&chunk->word[i], Pack(key, (uint32_t)size, CurrentEpoch(clock)),
                               memory_order_relaxed);
         CountAllocated(c, size, BirthBook(clock));
@@ -587,8 +597,12 @@ static __attribute__((noinline)) void OnFreeSlow(uint64_t size, unsigned epoch) 
 
 void LeakboundHeapOnFree(const void *block) {
   uint64_t size;
+  uint32_t site;
   unsigned epoch;
-  if (RecordTake((uintptr_t)block, &size, NULL, &epoch)) {
+  /* Without a site read unless one was ever stored (blocks recorded with call sites before the
+   * watch preload turned them off): the slot must not outlive its block. */
+  uint32_t *site_out = atomic_load_explicit(&g_sites_stored, memory_order_relaxed) ? &site : NULL;
+  if (RecordTake((uintptr_t)block, &size, site_out, &epoch)) {
     ThreadCounters *c = t_state.counters;
     if (LB_UNLIKELY(c == NULL || c->shared)) {
       OnFreeSlow(size, epoch); /* a thread's first free, or the shared slot */

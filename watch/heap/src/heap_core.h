@@ -54,7 +54,8 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocStamped(const void* block, uint64_
 /* The stamp a block allocated now would get (the census clock's generation and cohort). */
 LEAKBOUND_HEAP_HIDDEN unsigned LeakboundHeapEpochNow(void);
 /* A block about to be handed back to the allocator (call BEFORE the real free: once freed, the
- * address may be reused by another thread's malloc). Uncounted blocks are ignored. */
+ * address may be reused by another thread's malloc). Uncounted blocks are ignored. Its call site
+ * leaves with it (read and cleared once any record stored one). */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnFree(const void* block);
 /* OnFree that also returns what the record held (found, size, site) in the same step: a free
  * path that keeps per-site books needs no Take + ForgetTaken round trip. */

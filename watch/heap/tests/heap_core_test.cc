@@ -139,8 +139,8 @@ TEST(HeapCoreTest, LargeBlocks_KeepTheirExactSize_ThroughFreeTakeAndPutBack) {
   EXPECT_EQ(LeakboundHeapOnFreeTaken(huge).found, 0);
 }
 
-// Freed entries of the large table are taken again: far more large blocks than the table's
-// 65,536 slots come and go, every one exact.
+// Freed entries of the large tables are taken again: far more large blocks than the first
+// table's 4,096 slots come and go, every one exact (none of them live at once: all in table 0).
 TEST(HeapCoreTest, LargeBlocks_ManyMoreThanTheTableHolds_ComeAndGoExactly) {
   const leakbound_heap_stats start = Read();
   for (uintptr_t i = 0; i < 200000; ++i) {
@@ -178,6 +178,10 @@ TEST(HeapCoreTest, LargeBlocks_LiveAtOnceBeyondTheFirstTable_StayExact) {
 TEST(HeapCoreTest, CallSite_LeavesWithItsBlock) {
   ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 0), 24, 4321), 0);
   EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(35, 0)).site, 4321u);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 0), 24, 0), 0);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(35, 0)).site, 0u);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 0), 24, 4322), 0);
+  LeakboundHeapOnFree(Address(35, 0));  // the free path without sites clears it too
   ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 0), 24, 0), 0);
   EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(35, 0)).site, 0u);
   ASSERT_NE(LeakboundHeapOnAllocAt(Address(35, 64), 24, 99), 0);  // its free bypasses the hooks

@@ -3,7 +3,7 @@
  * counter. Forwards to glibc's __libc_* entry points (malloc) and to raw syscalls (mmap), so no
  * dlsym bootstrap is needed. The call site is __builtin_return_address(0) of the hook: one frame,
  * no unwinding, no allocation. The core (watch/heap/src/heap_core.c) keeps the block records and
- * stores the site in the record's 24-bit slot (LeakboundHeapOnAllocAt); a free gets it back in
+ * stores the site in the record's 16-bit slot (LeakboundHeapOnAllocAt); a free gets it back in
  * the same step (LeakboundHeapOnFreeTaken). */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>

@@ -15,7 +15,7 @@
 /* 1 when call sites are recorded (LEAKBOUND_WATCH_SITES != "0"); set before main. */
 extern LB_HIDDEN int g_leakbound_sites_on;
 
-/* Site id (1-based, fits the core's 24-bit slot) of an allocation made from pc. When the table
+/* Site id (1-based, fits the core's 16-bit slot) of an allocation made from pc. When the table
  * is full, the overflow site: one row for every pc past the table's room, whose samples keep
  * each allocation's own pc as their first frame. Lock-free. */
 LB_HIDDEN uint32_t LeakboundSiteFor(uintptr_t pc);

@@ -58,7 +58,7 @@ LB_HIDDEN Site g_sites[kSiteSlots];
 LB_HIDDEN SiteCold g_cold[kSiteSlots];
 LB_HIDDEN _Atomic int g_sites_waiting;
 /* The claimed slots (slot + 1; 0: being written), in the order they were claimed: the marker
- * walks these, not the 65,536 slots (it did at every step: 11% of the malloc loop's time). */
+ * walks these, not the 65,535 slots (it did at every step: 11% of the malloc loop's time). */
 static _Atomic uint32_t g_claimed[kSiteSlots];
 static _Atomic uint32_t g_claimed_count;
 

@@ -2,7 +2,7 @@
  * two call sites: `leak` keeps a 32-byte block from the first and a 48-byte one from the second
  * each step (`clean` frees both). The two sites must stay two rows of the report's Growing table,
  * at 32 and 48 B/step (they used to share the name "?" and be summed into one row of 80).
- * `many`: more call sites than the preload's site table holds (65,536): each step allocates 64
+ * `many`: more call sites than the preload's site table holds (65,535): each step allocates 64
  * bytes at 70,000 stubs of generated code and frees them, and keeps 40 bytes a step at one line
  * of main, claimed after the table is full (`many-clean`: the same, freeing those 40 bytes the
  * next step). x86-64 only: exits 77 elsewhere.
