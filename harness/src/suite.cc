@@ -246,14 +246,18 @@ bool AllExpectationsMet(const reports::Report& report) {
 }
 
 void PrintSummary(const reports::Report& report, std::ostream& out) {
-  out << std::left << std::setw(30) << "workload" << std::setw(9) << "kind" << std::setw(26)
+  // As wide as the longest name ("train.sh / python3, child of train.sh"), so columns stay apart.
+  std::size_t width = 29;
+  for (const auto& w : report.workloads) width = std::max(width, w.name.size());
+  const int name_width = static_cast<int>(width) + 1;
+  out << std::left << std::setw(name_width) << "workload" << std::setw(9) << "kind" << std::setw(26)
       << "verdict" << std::setw(10) << "met?" << std::right << std::setw(12) << "steady"
       << std::setw(12) << "peak" << std::setw(13) << "allocs/step" << std::setw(12) << "step time"
       << "\n";
   for (const auto& w : report.workloads) {
     std::ostringstream allocs;
     allocs << std::fixed << std::setprecision(1) << w.allocations_per_step;
-    out << std::left << std::setw(30) << w.name << std::setw(9) << w.kind << std::setw(26)
+    out << std::left << std::setw(name_width) << w.name << std::setw(9) << w.kind << std::setw(26)
         << w.verdict << std::setw(10)
         << (reports::IsWatched(w) ? "-" : w.met_expectation ? "yes" : "NO") << std::right
         << std::setw(12) << reports::FormatBytes(w.steady_live_bytes) << std::setw(12)
