@@ -122,8 +122,6 @@ if not any(x + " " in top or x + ")" in top or top.endswith(x) for x in want):
 PY
 }
 
-# expect_job_bounded_below RATE: every workload PASSes or grows by less than RATE B/step (torch's
-# slow-turnover caches in DataLoader workers, see the torch_tree_loader_clean case).
 # threads_leak_exact SITES: programs/threads.c in leak mode at SITES call sites is caught with
 # exactly 128 B/step (4 workers x 32 B) in the heap and on the leaking line.
 threads_leak_exact() {
@@ -134,23 +132,6 @@ threads_leak_exact() {
   expect_top_line - "$programs/threads.c" "the leak: 32 B"
   rate=$(report_field "w['attribution'][0]['bytes_per_step']")
   [ "$rate" = "128.0" ] || fail "the leaking line's rate is $rate B/step, want exactly 128.0"
-}
-
-expect_job_bounded_below() {
-  python3 - "$out/report.json" "$1" <<'PY' || fail "job verdicts: see above"
-import json, re, sys
-report, most = json.load(open(sys.argv[1])), float(sys.argv[2])
-units = {"B": 1, "KiB": 1024, "MiB": 1 << 20}
-bad = []
-for w in report["workloads"]:
-    rate = re.search(r"grew ([0-9.,]+) (B|KiB|MiB)/step", w["evidence"])
-    value = float(rate.group(1).replace(",", "")) * units[rate.group(2)] if rate else 0.0
-    print("  %-50s %s %.1f B/step" % (w["name"], w["verdict"], value))
-    if w["verdict"] != "PASS" and (rate is None or value >= most):
-        bad.append(w["name"])
-if bad or len(report["workloads"]) < 3:
-    sys.exit("above %.0f B/step or not judged: %s" % (most, bad))
-PY
 }
 
 # watch_in_background PROGRAM ARGS...: watch runs it under `timeout 60`, output in CASE.stdout;
@@ -168,14 +149,12 @@ need_torch() {
   "$python" -c "import torch" 2>/dev/null || { echo "SKIP: $python has no torch (apt-get install python3-torch)"; exit 77; }
 }
 
-# torch_tree_bounded MODE: torch_tree.py MODE for 6,000 steps under --step-on SGD.step; exit 0 or
-# 1, and every process PASSes or grows below 1 KiB/step (see torch_tree_loader_clean).
-torch_tree_bounded() {
+# torch_tree_clean MODE: torch_tree.py MODE for 6,000 steps under --step-on SGD.step: exit 0,
+# the trainer and both DataLoader workers judged, each PASS (see torch_tree_loader_clean).
+torch_tree_clean() {
   need_torch
-  TREE_STEPS=6000 "$leakbound" watch --out "$out" --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" "$1" >"$out_root/$case_name.stdout" 2>"$out_root/$case_name.stderr"
-  local rc=$?
-  [ $rc = 0 ] || [ $rc = 1 ] || fail "exit $rc"
-  expect_job_bounded_below 1024
+  TREE_STEPS=6000 watch_expect 0 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" "$1"
+  expect_job - 3
 }
 
 torch_case() {  # RC VERDICT BUG MARKER [watch flags]
@@ -970,12 +949,11 @@ PY
     ;;
   torch_tree_loader_clean)
     # 6,000 steps. Each worker's torch.multiprocessing.reductions.shared_cache keeps up to 128
-    # dead entries and replaces them a few at a time, so its survivors of every block stay for
-    # hundreds of batches (bounded, 30-200 B/step); the census reads that as growth in some runs
-    # (1 of 6 at 3,000 steps, 1 of 9 at 6,000 under load; docs/watch.md, "Process trees"). So this
-    # twin asserts what that limit allows: PASS, or growth below 1 KiB/step (the planted leak is
-    # 32 KiB a step), with every process judged.
-    torch_tree_bounded loader-clean
+    # dead entries for hundreds of batches, which a short run's census cannot tell from a leak
+    # (at 480 trainer steps, 1 of 40 runs read a worker as growing; docs/watch.md, "Process
+    # trees"). At 6,000 steps its blocks outlast that turnover: 0 of 40 runs flagged a process
+    # with two runs at once (2026-12-06), 0 of 30 on an idle machine (1f7d955).
+    torch_tree_clean loader-clean
     python3 -c "
 import json, sys
 for w in json.load(open('$out/report.json'))['workloads']:
@@ -984,7 +962,7 @@ for w in json.load(open('$out/report.json'))['workloads']:
   torch_tree_cow)
     # Copy-on-read: the workers read a 1,000,000-string list of the dataset, 40 entries more a
     # sample (their heap stays flat, the pages they copy grow their PSS). The same cache as above.
-    torch_tree_bounded cow
+    torch_tree_clean cow
     # Their private memory (PSS, noisy, not judged) rises while the heap stays flat: said, per worker.
     python3 -c "
 import json, sys
@@ -1015,6 +993,29 @@ sys.exit('no PSS rise reported for %s' % missing if missing or len(w) != 2 else 
     need_torch
     TREE_STEPS=300 watch_expect 0 --step-on torch.optim.SGD.step -- "$python" "$programs/torch_tree.py" launch-clean $((20000 + RANDOM % 20000))
     expect_job - 2
+    ;;
+  torch_tree_script_leak)
+    # The issue's first complaint: `watch -- ./train.sh`, a launcher script that runs the trainer
+    # as a child of the shell. The trainer is judged as it is started directly (the same verdict,
+    # the same rate, the same line), the shell is summarised.
+    need_torch
+    watch_expect 1 --step-on torch.optim.Optimizer.step -- "$python" "$programs/torch_mlp.py" sum_loss step_on 300
+    direct=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    watch_expect 1 --step-on torch.optim.Optimizer.step -- "$programs/train.sh" "$python" sum_loss 300
+    expect_job "python3, child of train.sh" 1
+    expect_verdict unbounded-growth host.heap_bytes
+    slope=$(report_field "[c['slope_per_step'] for c in w['counters'] if c['counter']=='host.heap_bytes'][0]")
+    python3 -c "import sys; d, s = $direct, $slope; sys.exit(abs(s - d) > 0.05 * d)" ||
+      fail "under train.sh the trainer grew $slope B/step, started directly $direct B/step"
+    report_field "w['description']" | grep -q "train.sh.*summarised, not judged\|summarised, not judged.*train.sh" ||
+      fail "the shell is not summarised"
+    expect_top_line "child of train.sh" "$programs/torch_mlp.py" "output = model(data)" "loss = ((output - target)"
+    ;;
+  torch_tree_script_clean)
+    need_torch
+    watch_expect 0 --step-on torch.optim.Optimizer.step -- "$programs/train.sh" "$python" clean 300
+    expect_job - 1
+    grep -q "train.sh: done" "$out_root/$case_name.stdout" || fail "the script's own output is missing"
     ;;
   cli_no_command)
     watch_expect 2 -- 
