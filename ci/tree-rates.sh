@@ -5,6 +5,8 @@
 # Debian's python3-torch. Writes reports/tree/tree_rates.{md,json}. ctest runs one of each
 # (watch.torch_tree_loader_clean at 6,000 steps, watch.torch_tree_loader_leak at 3,000).
 #   bash ci/tree-rates.sh [RUNS [STEPS...]]     (default: 40 runs at 480 and 1,500 steps)
+# Environment: JOBS=N runs N at once (default 1; 2 is the load of `ctest -j2`), MODES="..." picks
+# the twins (default "loader-clean loader-leak"; "cow" is the copy-on-read clean twin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-40}
@@ -20,4 +22,5 @@ cmake --preset default >/dev/null
 cmake --build --preset default --target leakbound leakbound_preload
 mkdir -p reports/tree
 python3 watch/tests/tree_rates.py --leakbound build/default/harness/leakbound \
-  --program watch/tests/programs/torch_tree.py --runs "$runs" --steps "${steps[@]}" --out reports/tree
+  --program watch/tests/programs/torch_tree.py --runs "$runs" --steps "${steps[@]}" --out reports/tree \
+  --jobs "${JOBS:-1}" --modes ${MODES:-loader-clean loader-leak}

@@ -2,12 +2,14 @@
 """Rates of the DataLoader process-tree twins under `leakbound watch` (docs/watch.md, "Process
 trees"), on Debian's python3-torch: RUNS runs each of torch_tree.py's loader-clean twin and its
 loader-leak twin (DataLoader worker 1 keeps 4 KiB a sample) at each trainer step count, under
-`--step-on torch.optim.SGD.step`. Counts the clean runs in which any process was judged anything
+`--step-on torch.optim.SGD.step` (`--modes` adds the copy-on-read twin, `cow`, clean too; `--jobs 2`
+runs two at once, the load of `ctest -j2`). Counts the clean runs in which any process was judged anything
 but PASS (and which process, at what rate), and the leaking runs in which the job's verdict is
 unbounded-growth in DataLoader worker 1 with its first row at the leaking line.
 
 Writes OUT/tree_rates.md and OUT/tree_rates.json; progress on stderr."""
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -20,7 +22,7 @@ LEAK_LINE = "self.kept.append(bytearray(4096))"
 
 
 def run_once(args, mode, steps, scratch):
-    out = os.path.join(scratch, "r")
+    out = tempfile.mkdtemp(dir=scratch)
     subprocess.run(["rm", "-rf", out], check=True)
     env = dict(os.environ, TREE_STEPS=str(steps))
     proc = subprocess.run([args.leakbound, "watch", "--out", out, "--step-on",
@@ -36,6 +38,7 @@ def run_once(args, mode, steps, scratch):
             rate = re.search(r"grew ([0-9.,]+ (?:B|KiB|MiB)/step)", w.get("evidence", ""))
             flagged.append("%s: %s%s" % (w["name"], w["verdict"],
                                          " " + rate.group(1) if rate else ""))
+    subprocess.run(["rm", "-rf", out], check=True)
     worker1 = [w for w in report["workloads"] if w["name"].endswith("DataLoader worker 1")]
     top = worker1[0]["attribution"][0]["op"] if worker1 and worker1[0]["attribution"] else ""
     named = bool(worker1) and worker1[0]["verdict"] == "unbounded-growth" and any(
@@ -52,10 +55,13 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--steps", type=int, nargs="+", default=[480, 1500])
+    parser.add_argument("--modes", nargs="+", default=["loader-clean", "loader-leak"],
+                        choices=["loader-clean", "loader-leak", "cow"])
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    if args.runs < 1 or any(s < 100 for s in args.steps):
-        parser.error("--runs must be at least 1 and every --steps at least 100")
+    if args.runs < 1 or any(s < 100 for s in args.steps) or args.jobs < 1:
+        parser.error("--runs and --jobs must be at least 1 and every --steps at least 100")
     os.makedirs(args.out, exist_ok=True)
     args.leak_lines = [n for n, text in enumerate(open(args.program), 1) if LEAK_LINE in text]
     if not args.leak_lines:
@@ -64,15 +70,17 @@ def main():
     started = time.time()
     with tempfile.TemporaryDirectory() as scratch:
         for steps in args.steps:
-            for mode in ("loader-clean", "loader-leak"):
-                runs = []
-                for i in range(args.runs):
-                    runs.append(run_once(args, mode, steps, scratch))
-                    print("tree_rates: %s at %d steps, %d of %d (%.0f s)"
-                          % (mode, steps, i + 1, args.runs, time.time() - started),
-                          file=sys.stderr)
-                results.append({"mode": mode, "steps": steps, "runs": runs})
-    lines = ["| twin | trainer steps | runs | a process not PASS | job caught in worker 1, "
+            for mode in args.modes:
+                with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+                    futures = [pool.submit(run_once, args, mode, steps, scratch)
+                               for _ in range(args.runs)]
+                    for i, _ in enumerate(concurrent.futures.as_completed(futures)):
+                        print("tree_rates: %s at %d steps, %d of %d (%.0f s)"
+                              % (mode, steps, i + 1, args.runs, time.time() - started),
+                              file=sys.stderr)
+                    runs = [f.result() for f in futures]
+                results.append({"mode": mode, "steps": steps, "runs": runs, "jobs": args.jobs})
+    lines = ["| twin | trainer steps | runs (at once) | a process not PASS | job caught in worker 1, "
              "first row at the leaking line | no report |", "|---|---:|---:|---:|---:|---:|"]
     for r in results:
         runs = r["runs"]
@@ -80,17 +88,17 @@ def main():
         ok = [x for x in runs if "error" not in x]
         not_pass = sum(1 for x in ok if x["flagged"])
         named = sum(1 for x in ok if x["worker1_named"])
-        lines.append("| %s | %d | %d | %d | %s | %d |" % (
-            r["mode"], r["steps"], len(runs), not_pass,
+        lines.append("| %s | %d | %d (%d) | %d | %s | %d |" % (
+            r["mode"], r["steps"], len(runs), r["jobs"], not_pass,
             named if r["mode"] == "loader-leak" else "-", broken))
     details = ["", "Clean runs not PASS:"]
     for r in results:
-        if r["mode"] != "loader-clean":
+        if r["mode"] == "loader-leak":
             continue
         for i, x in enumerate(r["runs"]):
             if x.get("flagged") or "error" in x:
-                details.append("- %d steps, run %d: %s" % (
-                    r["steps"], i + 1, x.get("error") or "; ".join(x["flagged"])))
+                details.append("- %s, %d steps, run %d: %s" % (
+                    r["mode"], r["steps"], i + 1, x.get("error") or "; ".join(x["flagged"])))
     text = "\n".join(lines + details) + "\n"
     with open(os.path.join(args.out, "tree_rates.md.tmp"), "w") as f:
         f.write(text)
