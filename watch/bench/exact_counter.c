@@ -3,7 +3,10 @@
  * blocks from malloc_usable_size, no per-block record: it cannot say what was born when, nor the
  * requested sizes, nor where. What `leakbound watch` costs beyond it is the price of the census,
  * the exact requested sizes and the call sites. Built with -DFORWARD_ONLY it counts nothing and
- * only forwards: the floor of any LD_PRELOAD interposer (an extra call each way). */
+ * only forwards: the floor of any LD_PRELOAD interposer (an extra call each way). Built with
+ * -DFROM_HEADER it reads each block's size from glibc's chunk header instead of calling
+ * malloc_usable_size: the cheapest exact counter (1.23x on the malloc loop where
+ * malloc_usable_size's is 1.59x; docs/watch.md, "Overhead"). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <errno.h>
@@ -22,6 +25,19 @@ __thread long exact_counter_live_bytes, exact_counter_live_blocks;
 static inline void* Born(void* p) { return p; }
 static inline void Died(void* p) { (void)p; }
 #define Usable(p) 0L
+#elif defined(FROM_HEADER)
+/* glibc's chunk header, the word before the block: its size with 3 flag bits. A chunk's size does
+ * not change while it is allocated, so what a free subtracts is what its malloc added: exact live
+ * bytes (of chunks, not of requests) with one load from a line malloc has just touched, where
+ * malloc_usable_size is a call that also reads the next chunk's header. glibc only. */
+#define Usable(p) ((p) ? (long)(((const size_t*)(p))[-1] & ~(size_t)7) : 0L)
+static inline void* Born(void* p) {
+  if (p) exact_counter_live_bytes += Usable(p), ++exact_counter_live_blocks;
+  return p;
+}
+static inline void Died(void* p) {
+  if (p) exact_counter_live_bytes -= Usable(p), --exact_counter_live_blocks;
+}
 #else
 #define Usable(p) ((p) ? (long)malloc_usable_size(p) : 0L)
 static inline void* Born(void* p) {

@@ -111,6 +111,8 @@ def main():
                         "built as a shared object), LD_PRELOADed as a variant of its own")
     parser.add_argument("--forward-only", help="exact_counter.c built with -DFORWARD_ONLY: an "
                         "LD_PRELOAD that only forwards (the floor of any interposer)")
+    parser.add_argument("--exact-header", help="exact_counter.c built with -DFROM_HEADER: the "
+                        "exact counter reading glibc's chunk header (the cheapest)")
     parser.add_argument("--memray-python", help="a python that imports memray and torch")
     parser.add_argument("--memray-skip", default="no --memray-python given")
     parser.add_argument("--only", default="malloc,threads,torch,lines,loader",
@@ -141,7 +143,9 @@ def main():
         """The reference preloads' variants of cmd: forwarding only, the exact counter."""
         refs = [("LD_PRELOAD that only forwards (the floor of any interposer)", args.forward_only),
                 ("exact counter (LD_PRELOAD, malloc_usable_size per thread, no records)",
-                 args.exact_counter)]
+                 args.exact_counter),
+                ("exact counter from glibc's chunk header (LD_PRELOAD, per thread, no records)",
+                 args.exact_header)]
         return [Variant(label, cmd, env=dict(env or {}, LD_PRELOAD=so)) for label, so in refs if so]
     if not heaptrack and not args.no_heaptrack:
         notes.append("heaptrack: skipped (not installed; apt-get install heaptrack)")

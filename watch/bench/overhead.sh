@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `leakbound watch` costs, side by side in one run (docs/watch.md, "Overhead"): paired,
-# alternating runs of bare / two reference preloads (exact_counter.c: forwarding only, an exact
-# counter) / watch (call sites off, on, Python lines) / heaptrack / memray on a malloc/free loop,
+# alternating runs of bare / three reference preloads (exact_counter.c: forwarding only, an exact
+# counter by malloc_usable_size, one by glibc's chunk header) / watch (call sites off, on, Python lines) / heaptrack / memray on a malloc/free loop,
 # a 4-thread malloc/free loop, a PyTorch CPU training run (also leaking, for Python lines) and a
 # PyTorch run fed by DataLoader workers; medians, ranges and peak RSS.
 #
@@ -26,6 +26,7 @@ cc -O2 -I"$here/../include" "$here/malloc_loop.c" -o "$tmp/malloc_loop"
 cc -O2 -pthread "$here/malloc_threads.c" -o "$tmp/malloc_threads"
 cc -O2 -shared -fPIC -ftls-model=initial-exec "$here/exact_counter.c" -o "$tmp/exact_counter.so"
 cc -O2 -shared -fPIC -DFORWARD_ONLY "$here/exact_counter.c" -o "$tmp/forward_only.so"
+cc -O2 -shared -fPIC -ftls-model=initial-exec -DFROM_HEADER "$here/exact_counter.c" -o "$tmp/exact_header.so"
 
 memray=(--memray-skip "MEMRAY=0")
 if [ "${MEMRAY:-1}" != 0 ]; then
@@ -44,4 +45,5 @@ fi
 /usr/bin/python3 "$here/overhead.py" --leakbound "$leakbound" \
   --malloc-loop "$tmp/malloc_loop" --malloc-threads "$tmp/malloc_threads" \
   --exact-counter "$tmp/exact_counter.so" --forward-only "$tmp/forward_only.so" \
+  --exact-header "$tmp/exact_header.so" \
   --programs "$here/../tests/programs" "${memray[@]}" "$@"
