@@ -161,6 +161,34 @@ std::string RoleOf(const WatchJob &job, size_t i, int depth = 0) {
   return image.comm + ", child of " + parent_name;
 }
 
+std::string CommandOf(const WatchImage &image) {
+  return image.command_line.empty() ? image.comm : image.command_line;
+}
+
+// Each image's workload name: "NAME / ROLE"; images that share a role (siblings started alike,
+// `bash -c './a clean & ./a leak'`) are told apart by " #2", " #3", ... in the order of their
+// command lines, then of their arrival, so that a process keeps its name from run to run (check
+// and diff match workloads by name: by role and command line, not by pid or by which sibling
+// connected first). The root keeps NAME.
+std::vector<std::string> SubjectNames(const WatchJob &job, const std::string &name) {
+  std::vector<std::string> names(job.images.size(), name);
+  std::map<std::string, std::vector<size_t>> by_name;
+  for (size_t i = 0; i < job.images.size(); ++i) {
+    if (job.images[i].root) continue;
+    names[i] = name + " / " + RoleOf(job, i);
+    by_name[names[i]].push_back(i);
+  }
+  for (auto &[shared, images] : by_name) {
+    std::stable_sort(images.begin(), images.end(), [&](size_t a, size_t b) {
+      return CommandOf(job.images[a]) < CommandOf(job.images[b]);
+    });
+    for (size_t k = 1; k < images.size(); ++k) {
+      names[images[k]] = shared + " #" + std::to_string(k + 1);
+    }
+  }
+  return names;
+}
+
 // When private memory (PSS) rose across the judged blocks by more than its own noise while the
 // heap did not: a sentence for the report, else empty. Noisy counters are reported, never
 // judged: the floor is what the run shows (twice the widest spread within one block around its
@@ -229,7 +257,7 @@ int RunWatch(const WatchOptions &options) {
   // trace carries the verdict (inconclusive, saying what it needs).
   std::vector<Subject> subjects;
   detail::Symbolizer symbolizer;  // call sites named once, for every process
-  std::map<std::string, int> names;
+  const std::vector<std::string> names = SubjectNames(job, options.name);
   for (size_t i = 0; i < job.images.size(); ++i) {
     const WatchImage &image = job.images[i];
     Subject subject;
@@ -237,9 +265,8 @@ int RunWatch(const WatchOptions &options) {
     subject.role = RoleOf(job, i);
     WatchOptions own = options;
     if (!image.root) {
-      own.name = options.name + " / " + subject.role;
-      if (const int seen = names[own.name]++; seen > 0) own.name += " #" + std::to_string(seen + 1);
-      own.command = {image.command_line.empty() ? image.comm : image.command_line};
+      own.name = names[i];
+      own.command = {CommandOf(image)};
     }
     subject.trace = BuildWatchTrace(image.recording, own);
     // Each call site by the innermost line of the user's code among it and its callers.
