@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rates of the DataLoader process-tree twins (docs/watch.md, "Process trees"): RUNS runs each of
-# the clean twin and the leaking twin (worker 1 keeps 4 KiB a sample) of
+# the clean twin and the leaking twin (worker 1 keeps 4 KiB a sample; MODES adds the copy-on-read
+# twin) of
 # watch/tests/programs/torch_tree.py at each trainer step count, under `leakbound watch`, on
 # Debian's python3-torch. Writes reports/tree/tree_rates.{md,json}. ctest runs one of each
 # (watch.torch_tree_loader_clean at 6,000 steps, watch.torch_tree_loader_leak at 3,000).
@@ -21,6 +22,7 @@ bash ci/install_deps.sh
 cmake --preset default >/dev/null
 cmake --build --preset default --target leakbound leakbound_preload
 mkdir -p reports/tree
+read -ra modes <<<"${MODES:-loader-clean loader-leak}"
 python3 watch/tests/tree_rates.py --leakbound build/default/harness/leakbound \
   --program watch/tests/programs/torch_tree.py --runs "$runs" --steps "${steps[@]}" --out reports/tree \
-  --jobs "${JOBS:-1}" --modes ${MODES:-loader-clean loader-leak}
+  --jobs "${JOBS:-1}" --modes "${modes[@]}"

@@ -1,11 +1,11 @@
-/* The reference of watch/bench/overhead.sh: the cheapest exact counter of live heap bytes, as an
- * LD_PRELOAD (the overhead issue's "20-line exact-counting preload"). Per-thread live bytes and
- * blocks from malloc_usable_size, no per-block record: it cannot say what was born when, nor the
+/* The references of watch/bench/overhead.sh: an exact counter of live heap bytes as an LD_PRELOAD
+ * (the overhead issue's "20-line exact-counting preload"). Per-thread live bytes and blocks from
+ * malloc_usable_size, no per-block record: it cannot say what was born when, nor the
  * requested sizes, nor where. What `leakbound watch` costs beyond it is the price of the census,
  * the exact requested sizes and the call sites. Built with -DFORWARD_ONLY it counts nothing and
  * only forwards: the floor of any LD_PRELOAD interposer (an extra call each way). Built with
  * -DFROM_HEADER it reads each block's size from glibc's chunk header instead of calling
- * malloc_usable_size: the cheapest exact counter (1.23x on the malloc loop where
+ * malloc_usable_size: the cheapest exact counter (1.21x on the malloc loop where
  * malloc_usable_size's is 1.59x; docs/watch.md, "Overhead"). */
 #define _GNU_SOURCE
 #include <malloc.h>

@@ -71,7 +71,8 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         for steps in args.steps:
             for mode in args.modes:
-                with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+                pool = concurrent.futures.ThreadPoolExecutor(args.jobs)
+                try:
                     futures = [pool.submit(run_once, args, mode, steps, scratch)
                                for _ in range(args.runs)]
                     for i, _ in enumerate(concurrent.futures.as_completed(futures)):
@@ -79,6 +80,10 @@ def main():
                               % (mode, steps, i + 1, args.runs, time.time() - started),
                               file=sys.stderr)
                     runs = [f.result() for f in futures]
+                except KeyboardInterrupt:  # the runs not started yet never start
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
+                pool.shutdown()
                 results.append({"mode": mode, "steps": steps, "runs": runs, "jobs": args.jobs})
     lines = ["| twin | trainer steps | runs (at once) | a process not PASS | job caught in worker 1, "
              "first row at the leaking line | no report |", "|---|---:|---:|---:|---:|---:|"]

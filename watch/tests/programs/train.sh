@@ -5,7 +5,6 @@
 set -eu
 python=$1 bug=$2 steps=$3
 here=$(cd "$(dirname "$0")" && pwd)
-export OMP_NUM_THREADS=1
 echo "train.sh: starting the trainer ($bug, $steps steps)"
 "$python" "$here/torch_mlp.py" "$bug" step_on "$steps"
 echo "train.sh: done"
