@@ -864,6 +864,25 @@ PY
     rc=$?
     [ $rc = 0 ] || { cat "$out_root/$case_name.diff" >&2; fail "diff exit $rc, want 0: the siblings were paired wrongly"; }
     ;;
+  tree_compiler)
+    # A build step before the program (cc and its cc1 / as / collect2 / ld, each a process the
+    # preload enters): each is summarised, not judged, and the job is judged on the program.
+    # Every judged process carries its RSS and PSS as counters that are shown, never judged.
+    command -v cc >/dev/null || { echo "SKIP: no cc"; exit 77; }
+    printf 'int main(void) { return 0; }\n' >"$out_root/$case_name.c"
+    watch_expect 0 -- /bin/bash -c "cc -O2 '$out_root/$case_name.c' -o '$out_root/$case_name.bin' && '$c_steps' clean 200 >/dev/null"
+    expect_job - 1
+    report_field "w['description']" | grep -q "summarised, not judged.*cc, child of bash (pid [0-9]*, \`cc -O2 .*cc1, child of cc, child of bash" ||
+      fail "the compiler's processes are not summarised"
+    python3 - "$out/report.json" <<'PY' || fail "RSS / PSS: see above"
+import json, sys
+for w in json.load(open(sys.argv[1]))["workloads"]:
+    got = {c["counter"]: c for c in w["counters"]}
+    for name in ("process.rss_bytes", "process.pss_bytes"):
+        if name not in got or got[name]["judged"] or got[name]["peak"] <= 0:
+            sys.exit("%s: %s missing, judged or empty" % (w["name"], name))
+PY
+    ;;
   tree_daemon_leak)
     # fork, setsid, fork: the daemon outlives its launcher and is still followed to its end.
     watch_expect 1 -- "$(dirname "$c_steps")/watch_tree" daemon-leak 300
