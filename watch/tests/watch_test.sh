@@ -936,6 +936,19 @@ PY
     report_field "w['description']" | grep -q "not observed: \`$STATIC_SLEEP 1.5\` (pid [0-9]*): a static executable" || fail "the static executable is not listed"
     report_field "w['description']" | grep -q "not observed: \`$c_steps timer-clean 600\` (pid [0-9]*): its environment does not carry" || fail "the cleared environment is not listed"
     ;;
+  tree_not_observed_setuid)
+    # A setuid program (the loader drops LD_PRELOAD for it: secure execution) is listed as not
+    # observed, with that reason; the job is judged on the rest. Needs root (to give the copies
+    # to another user) and a filesystem that honours the setuid bit.
+    suid=$out_root/$case_name.bin
+    mkdir -p "$suid" && cp /usr/bin/sleep "$suid/sleep_suid" && cp /usr/bin/id "$suid/id_suid" &&
+      chown 65534 "$suid/sleep_suid" "$suid/id_suid" 2>/dev/null &&
+      chmod 4755 "$suid/sleep_suid" "$suid/id_suid" || { echo "SKIP: cannot make a setuid program here (not root)"; exit 77; }
+    [ "$("$suid/id_suid" -u)" = 65534 ] || { echo "SKIP: the setuid bit has no effect here (nosuid mount)"; exit 77; }
+    watch_expect 0 -- /bin/bash -c "'$suid/sleep_suid' 1.5; '$c_steps' clean 200 >/dev/null"
+    expect_job - 1
+    report_field "w['description']" | grep -q "not observed: \`$suid/sleep_suid 1.5\` (pid [0-9]*): a setuid/setgid program" || fail "the setuid program is not listed"
+    ;;
   tree_exec_self)
     # Two program images of one pid: the clean one before exec PASSes, the leaking one after it
     # is named.
