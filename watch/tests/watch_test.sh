@@ -859,15 +859,14 @@ PY
     out=$first.swapped
     expect_job "watch_c_steps, child of bash #2" 2
     out=$first
-    # (step times of 300 short steps are noise here, and the shell itself is judged in some runs
-    # and summarised in others: only the siblings' pairing is this case's subject)
+    # Only the siblings' pairing is this case's subject, which their verdict rows show (a sibling
+    # paired with the other reads PASS against unbounded-growth); the figures of 300 steps of a
+    # few microseconds (step time, an allocation a step more or less) are not.
     "$leakbound" diff --time-tolerance 1000 "$out/report.json" "$out.swapped/report.json" >"$out_root/$case_name.diff" 2>&1
     rc=$?
     [ $rc = 0 ] || [ $rc = 1 ] || { cat "$out_root/$case_name.diff" >&2; fail "diff exit $rc"; }
     grep -c '^| bash / watch_c_steps, child of bash\( #2\)\? | verdict | .* | ok |$' "$out_root/$case_name.diff" | grep -qx 2 ||
-      { cat "$out_root/$case_name.diff" >&2; fail "the two siblings' verdicts are not both paired (ok)"; }
-    ! grep '^| bash / watch_c_steps, child of bash' "$out_root/$case_name.diff" | grep -q 'REGRESSION' ||
-      { cat "$out_root/$case_name.diff" >&2; fail "a sibling regressed in the diff: the siblings were paired wrongly"; }
+      { cat "$out_root/$case_name.diff" >&2; fail "the siblings' verdicts are not both unchanged: they were paired wrongly"; }
     ;;
   tree_compiler)
     # A build step before the program (cc and its cc1 / as / collect2 / ld, each a process the
