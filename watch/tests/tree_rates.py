@@ -13,6 +13,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,8 +23,7 @@ LEAK_LINE = "self.kept.append(bytearray(4096))"
 
 
 def run_once(args, mode, steps, scratch):
-    out = tempfile.mkdtemp(dir=scratch)
-    subprocess.run(["rm", "-rf", out], check=True)
+    out = tempfile.mkdtemp(dir=scratch)  # one per run: --jobs runs several at once
     env = dict(os.environ, TREE_STEPS=str(steps))
     proc = subprocess.run([args.leakbound, "watch", "--out", out, "--step-on",
                            "torch.optim.SGD.step", "--", args.python, args.program, mode],
@@ -38,7 +38,7 @@ def run_once(args, mode, steps, scratch):
             rate = re.search(r"grew ([0-9.,]+ (?:B|KiB|MiB)/step)", w.get("evidence", ""))
             flagged.append("%s: %s%s" % (w["name"], w["verdict"],
                                          " " + rate.group(1) if rate else ""))
-    subprocess.run(["rm", "-rf", out], check=True)
+    shutil.rmtree(out, ignore_errors=True)
     worker1 = [w for w in report["workloads"] if w["name"].endswith("DataLoader worker 1")]
     top = worker1[0]["attribution"][0]["op"] if worker1 and worker1[0]["attribution"] else ""
     named = bool(worker1) and worker1[0]["verdict"] == "unbounded-growth" and any(

@@ -167,9 +167,9 @@ std::string CommandOf(const WatchImage &image) {
 
 // Each image's workload name: "NAME / ROLE"; images that share a role (siblings started alike,
 // `bash -c './a clean & ./a leak'`) are told apart by " #2", " #3", ... in the order of their
-// command lines, then of their arrival, so that a process keeps its name from run to run (check
-// and diff match workloads by name: by role and command line, not by pid or by which sibling
-// connected first). The root keeps NAME.
+// command lines, then of their arrival, so that a process keeps its name from run to run (diff
+// matches workloads by name: by role and command line, not by pid or by which sibling connected
+// first). The root keeps NAME.
 std::vector<std::string> SubjectNames(const WatchJob &job, const std::string &name) {
   std::vector<std::string> names(job.images.size(), name);
   std::map<std::string, std::vector<size_t>> by_name;
@@ -322,8 +322,7 @@ int RunWatch(const WatchOptions &options) {
     if (++summarised_count <= 12) {
       summarised += std::string(summarised.empty() ? "" : "; ") + s.role + " (pid " +
                     std::to_string(s.image->pid) + ", `" +
-                    Shortened(s.image->command_line.empty() ? s.image->comm : s.image->command_line,
-                              80) +
+                    Shortened(CommandOf(*s.image), 80) +
                     "`, " + std::to_string(r.samples.size()) + " samples, heap at its end " +
                     reports::FormatBytes(static_cast<double>(last.heap_bytes)) + ", " +
                     r.Ending() + ")";
