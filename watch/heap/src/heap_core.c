@@ -117,8 +117,7 @@ typedef struct LargeEntry {
 } LargeEntry;
 
 typedef struct ThreadCounters {
-  _Atomic int owned;
-  int shared;
+  _Atomic int owned; /* claimed by a live thread (slot 0, the shared one, is never claimed) */
   _Atomic int64_t live_bytes;  /* this slot's allocations minus its frees, in bytes */
   _Atomic int64_t peak_bytes;  /* high-water mark of live_bytes since the last reset */
   _Atomic int64_t allocations; /* counted allocations made on this slot */
@@ -155,7 +154,9 @@ static _Atomic int g_degraded;
 /* Set at the first record that stores a call site: from then on every free clears its record's
  * site (OnFree too, which a run without call sites uses and which otherwise never reads it). */
 static _Atomic int g_sites_stored;
-static ThreadCounters g_threads[kThreadSlots] = {{.owned = 1, .shared = 1}};
+/* Zero-initialised (bss): with an initialiser the 16 MiB of slots were .data in the library's
+ * file. Slot 0 is the shared one (IsShared); the claim loop starts at slot 1. */
+static ThreadCounters g_threads[kThreadSlots];
 static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at least once */
 /* The census clock: the current cohort in bits 0..7, the census generation in 8..15 (a record
  * stores both as its birth stamp). One word, read with one relaxed load. */
@@ -243,6 +244,8 @@ static inline ThreadCounters *CountingCounters(void) {
 }
 
 /* The shared slot 0 (used only past kThreadSlots - 1 live threads): locked adds, CAS peak. */
+static inline int IsShared(const ThreadCounters *c) { return c == &g_threads[0]; }
+
 /* A record's birth stamp is the census clock's low 16 bits when it was allocated: the census
  * generation (bits 8..15) and the cohort (bits 0..7). A block of an earlier census (another
  * generation) is freed into the older cohort. */
@@ -289,7 +292,7 @@ static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64
 /* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
  * larger value, so it never undoes a reset except with a value live at the reset itself. */
 static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
-  if (LB_UNLIKELY(c->shared)) {
+  if (LB_UNLIKELY(IsShared(c))) {
     CountSharedAllocated(c, size, book);
     return;
   }
@@ -304,7 +307,7 @@ static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned boo
 }
 
 static inline void CountFreed(ThreadCounters *c, uint64_t size, unsigned book) {
-  if (LB_UNLIKELY(c->shared)) {
+  if (LB_UNLIKELY(IsShared(c))) {
     CountSharedFreed(c, size, book);
     return;
   }
@@ -546,7 +549,7 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsig
   ThreadCounters *c = t_state.counting;
   const uintptr_t key = (uintptr_t)block;
   const size_t region = RegionOf(key);
-  if (LB_LIKELY(c != NULL && !c->shared && size <= kInlineSizeMax && site <= kSiteMax &&
+  if (LB_LIKELY(c != NULL && !IsShared(c) && size <= kInlineSizeMax && site <= kSiteMax &&
                 (key & 7) == 0 &&
                 region < kRegions &&
                 !atomic_load_explicit(&g_paused, memory_order_relaxed))) {
@@ -604,7 +607,7 @@ void LeakboundHeapOnFree(const void *block) {
   uint32_t *site_out = atomic_load_explicit(&g_sites_stored, memory_order_relaxed) ? &site : NULL;
   if (RecordTake((uintptr_t)block, &size, site_out, &epoch)) {
     ThreadCounters *c = t_state.counters;
-    if (LB_UNLIKELY(c == NULL || c->shared)) {
+    if (LB_UNLIKELY(c == NULL || IsShared(c))) {
       OnFreeSlow(size, epoch); /* a thread's first free, or the shared slot */
       return;
     }
@@ -620,7 +623,7 @@ LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
     taken.found = 1;
     ThreadCounters *c = Counters();
     CountTakenFreed(c, taken.size, taken.epoch);
-    taken.slot = c->shared ? 0 : 1 + (uint32_t)(c - g_threads);
+    taken.slot = IsShared(c) ? 0 : 1 + (uint32_t)(c - g_threads);
   }
   return taken;
 }
@@ -653,7 +656,7 @@ uint32_t LeakboundHeapForgetTaken(LeakboundHeapTaken taken) {
   if (!taken.found) return 0;
   ThreadCounters *c = Counters();
   CountTakenFreed(c, taken.size, taken.epoch);
-  return c->shared ? 0 : 1 + (uint32_t)(c - g_threads);
+  return IsShared(c) ? 0 : 1 + (uint32_t)(c - g_threads);
 }
 
 void LeakboundHeapSetFrontEnd(const char *mode, const char *unavailable) {
