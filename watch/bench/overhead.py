@@ -6,8 +6,13 @@ heaptrack and memray where they apply); a round runs every variant once, one aft
 first variant rotating from round to round, so that a slow stretch of a shared machine falls on
 all of them. Reported per variant: the median wall time and its range, the median of the paired
 ratios (this round's run over this round's bare run) with their range, and the median peak RSS
-(ru_maxrss from wait4: the largest process of the run, the watched program under watch) against
-bare's.
+of the program itself against bare's: under watch the program's own (watch prints its ru_maxrss:
+"peak RSS ... MiB"), elsewhere what /usr/bin/time says (ru_maxrss of the process it started,
+which is the largest process of a heaptrack or memray run). Every variant runs under
+/usr/bin/time, so that none pays for a launcher the others do not. Not ru_maxrss from this
+script's own wait4: a child started from Python counts Python's resident pages before its exec
+(13 MiB), which was the bare malloc loop's "peak RSS" until 2026-12-06, and under watch the
+watcher's (29 MiB against the program's 2 MiB).
 
 Usage: overhead.py --leakbound PATH --malloc-loop PATH --malloc-threads PATH --programs DIR
                    [--rounds N] [--pairs N] [--torch-steps N] [--loader-steps N]
@@ -19,6 +24,7 @@ margin, for regressions only; the figures themselves live in docs/watch.md).
 """
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -27,15 +33,29 @@ import tempfile
 import time
 
 
-def run_once(argv, env):
-    """Wall seconds, peak RSS in KiB and the exit status of one run."""
+PEAK_RSS = re.compile(rb"peak RSS ([0-9.]+) MiB")
+
+
+def run_once(argv, env, scratch):
+    """Wall seconds, the program's peak RSS in KiB (0: unknown) and the exit status of one run."""
+    rss_file = os.path.join(scratch, "rss")
+    watched = len(argv) > 1 and argv[1] == "watch"
     start = time.monotonic()
-    child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
+    child = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file] + argv, env=env,
+                           stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE if watched else subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
     wall = time.monotonic() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss, child.returncode
+    rss = 0
+    if watched:
+        found = PEAK_RSS.search(child.stdout or b"")
+        rss = round(float(found.group(1)) * 1024) if found else 0
+    else:
+        try:
+            rss = int(open(rss_file).read().split()[-1])
+        except (OSError, ValueError, IndexError):
+            rss = 0
+    return wall, rss, child.returncode
 
 
 class Variant:
@@ -44,7 +64,7 @@ class Variant:
         self.walls, self.rss, self.failure = [], [], None
 
 
-def measure(title, variants, rounds, log):
+def measure(title, variants, rounds, log, scratch):
     """Runs the variants alternately; variants[0] is bare."""
     for r in range(rounds):
         order = variants[r % len(variants):] + variants[:r % len(variants)]
@@ -52,7 +72,7 @@ def measure(title, variants, rounds, log):
             if v.failure:
                 continue
             try:
-                wall, rss, rc = run_once(v.argv, {**os.environ, **v.env})
+                wall, rss, rc = run_once(v.argv, {**os.environ, **v.env}, scratch)
             except OSError as error:
                 v.failure = "cannot run %s: %s" % (v.argv[0], error.strerror)
                 log("  %s: %s: FAILED, %s" % (title, v.label, v.failure))
@@ -88,11 +108,12 @@ def table(title, variants):
                 v.label, v.failure or ("no run" if not v.walls else "no bare run to compare")))
             continue
         pairs = [w / b for w, b in zip(v.walls, bare.walls)]
-        rss = statistics.median(v.rss)
-        lines.append("| %s | %.3f s (%.3f-%.3f) | %.2fx (%.2f-%.2f) | %.0f MiB | %.2fx |" % (
+        rss, bare_rss = statistics.median(v.rss), statistics.median(bare.rss)
+        lines.append("| %s | %.3f s (%.3f-%.3f) | %.2fx (%.2f-%.2f) | %s | %s |" % (
             v.label, statistics.median(v.walls), min(v.walls), max(v.walls),
-            statistics.median(pairs), min(pairs), max(pairs), rss / 1024,
-            rss / statistics.median(bare.rss)))
+            statistics.median(pairs), min(pairs), max(pairs),
+            "%.1f MiB" % (rss / 1024) if rss else "unknown",
+            "%.2fx" % (rss / bare_rss) if rss and bare_rss else "-"))
     return lines
 
 
@@ -223,7 +244,7 @@ def main():
     try:
         for title, variants in programs:
             log("%s (%d rounds)" % (title, args.rounds))
-            measure(title, variants, args.rounds, log)
+            measure(title, variants, args.rounds, log, scratch)
             lines += table(title, variants)
     except KeyboardInterrupt:
         log("interrupted: the tables of the programs measured so far follow")

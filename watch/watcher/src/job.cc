@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -436,7 +437,13 @@ int RunWatch(const WatchOptions &options) {
               << " (pid " << image.pid << ") " << r.Ending();
   }
   for (const std::string &missing : job.not_observed) std::cout << "\nnot observed: " << missing;
-  std::cout << "\nprogram: " << root.Ending() << ", " << job.images.size()
+  std::cout << "\nprogram: " << root.Ending();
+  if (job.root_peak_rss_kib > 0) {
+    char rss[48];
+    std::snprintf(rss, sizeof rss, ", peak RSS %.1f MiB", job.root_peak_rss_kib / 1024.0);
+    std::cout << rss;
+  }
+  std::cout << ", " << job.images.size()
             << " process image(s) observed, " << report.workloads.size() << " judged"
             << "\nreports: " << (options.out / "report.json").string()
             << ", report.md, report.html, trace.json\n";

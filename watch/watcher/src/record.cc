@@ -438,7 +438,8 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     }
     for (;;) {
       int status = 0;
-      const pid_t waited = ::waitpid(-1, &status, WNOHANG | WUNTRACED);
+      rusage usage{};
+      const pid_t waited = ::wait4(-1, &status, WNOHANG | WUNTRACED, &usage);
       if (waited <= 0) break;
       if (waited == child && WIFSTOPPED(status)) {
         // A job-control stop on a terminal (Ctrl-Z, or SIGTTIN / SIGTTOU in the background):
@@ -460,6 +461,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       if (waited == child) {
         root_done = true;
         root_status = status;
+        job.root_peak_rss_kib = usage.ru_maxrss;
         terminal.TakeBack(child);
       } else {
         reaped[static_cast<std::uint64_t>(waited)] = status;

@@ -187,6 +187,10 @@ struct WatchJob {
   std::vector<std::string> not_observed;
   std::uint64_t root_pid = 0;
   double wall_seconds = 0;
+  // The first process's peak resident set (ru_maxrss from wait4, KiB): the program's own, and that
+  // of any process it waited for; 0 when unknown. Not the watcher's, which `time leakbound watch`
+  // or a parent's wait4 would report when it is the larger (a small C program).
+  std::int64_t root_peak_rss_kib = 0;
   // The root process's ending (exit status, interruption), whichever image it ended in.
   const WatchRecording &Root() const;
 };
