@@ -26,7 +26,8 @@ def run_once(args, mode, steps, scratch):
     out = tempfile.mkdtemp(dir=scratch)  # one per run: --jobs runs several at once
     env = dict(os.environ, TREE_STEPS=str(steps))
     proc = subprocess.run([args.leakbound, "watch", "--out", out, "--step-on",
-                           "torch.optim.SGD.step", "--", args.python, args.program, mode],
+                           "torch.optim.SGD.step"] + args.watch_arg +
+                          ["--", args.python, args.program, mode],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         report = json.load(open(os.path.join(out, "report.json")))
@@ -38,6 +39,9 @@ def run_once(args, mode, steps, scratch):
             rate = re.search(r"grew ([0-9.,]+ (?:B|KiB|MiB)/step)", w.get("evidence", ""))
             flagged.append("%s: %s%s" % (w["name"], w["verdict"],
                                          " " + rate.group(1) if rate else ""))
+    if flagged and mode != "loader-leak" and args.keep_flagged:
+        shutil.copytree(out, os.path.join(args.out, "flagged",
+                                          "%s-%d-%s" % (mode, steps, os.path.basename(out))))
     shutil.rmtree(out, ignore_errors=True)
     worker1 = [w for w in report["workloads"] if w["name"].endswith("DataLoader worker 1")]
     top = worker1[0]["attribution"][0]["op"] if worker1 and worker1[0]["attribution"] else ""
@@ -59,6 +63,11 @@ def main():
                         choices=["loader-clean", "loader-leak", "cow"])
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--watch-arg", action="append", default=[],
+                        help="one more option for `leakbound watch` (repeat: --watch-arg=--keep-pymalloc)")
+    parser.add_argument("--keep-flagged", action="store_true",
+                        help="keep the report folder of each clean twin's run that was flagged, "
+                             "under OUT/flagged/")
     args = parser.parse_args()
     if args.runs < 1 or any(s < 100 for s in args.steps) or args.jobs < 1:
         parser.error("--runs and --jobs must be at least 1 and every --steps at least 100")
