@@ -7,7 +7,9 @@
 # (watch.torch_tree_loader_clean at 6,000 steps, watch.torch_tree_loader_leak at 3,000).
 #   bash ci/tree-rates.sh [RUNS [STEPS...]]     (default: 40 runs at 480 and 1,500 steps)
 # Environment: JOBS=N runs N at once (default 1; 2 is the load of `ctest -j2`), MODES="..." picks
-# the twins (default "loader-clean loader-leak"; "cow" is the copy-on-read clean twin).
+# the twins (default "loader-clean loader-leak"; "cow" is the copy-on-read clean twin),
+# WATCH_ARGS="..." adds options to each `leakbound watch` (e.g. --keep-pymalloc), KEEP_FLAGGED=1
+# keeps the reports of the clean twins' flagged runs in reports/tree/flagged/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-40}
@@ -23,6 +25,10 @@ cmake --preset default >/dev/null
 cmake --build --preset default --target leakbound leakbound_preload
 mkdir -p reports/tree
 read -ra modes <<<"${MODES:-loader-clean loader-leak}"
+read -ra watch_args <<<"${WATCH_ARGS:-}"
+extra=()
+for a in "${watch_args[@]}"; do extra+=("--watch-arg=$a"); done
+[ "${KEEP_FLAGGED:-0}" = 1 ] && extra+=(--keep-flagged)
 python3 watch/tests/tree_rates.py --leakbound build/default/harness/leakbound \
   --program watch/tests/programs/torch_tree.py --runs "$runs" --steps "${steps[@]}" --out reports/tree \
-  --jobs "${JOBS:-1}" --modes "${modes[@]}"
+  --jobs "${JOBS:-1}" --modes "${modes[@]}" "${extra[@]}"
