@@ -1181,6 +1181,17 @@ assert 'the timer stopped at its first step' in t['subject']['description'], t['
     outer=$(report_field "w['attribution'][0].get('stack', ['none'])[0]")
     [[ "$outer" == "train_step torch_mlp.py:"* ]] || fail "first row's stack starts at '$outer', want the script's line"
     ;;
+  torch_debuginfod_local)
+    # Debug files are looked up on this machine only. With DEBUGINFOD_URLS set (Debian's
+    # profile.d sets it in login shells; here a closed port), elfutils' own search dlopens
+    # libdebuginfod and asks the servers for every module without a local debug file (libtorch's)
+    # while watch writes its report.
+    export DEBUGINFOD_URLS=http://127.0.0.1:9 LD_DEBUG=libs
+    torch_case 1 unbounded-growth sum_loss step_on --step-on torch.optim.Optimizer.step
+    unset LD_DEBUG
+    ! grep -q "libdebuginfod" "$out_root/$case_name.stderr" || fail "libdebuginfod was loaded: debug files were asked of debuginfod"
+    expect_top_line - "$programs/torch_mlp.py" "output = model(data)" "loss = ((output - target)"
+    ;;
   torch_clean_call) torch_case 0 PASS clean call ;;
   torch_keep_outputs_call)
     torch_case 1 unbounded-growth keep_outputs call

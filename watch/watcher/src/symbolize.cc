@@ -18,8 +18,12 @@
 #if LEAKBOUND_HAVE_LIBDW
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <gelf.h>
+#include <unistd.h>
+#include <zlib.h>
 #endif
 
 namespace leakbound::watch::detail {
@@ -94,6 +98,67 @@ bool IsSystemSource(const std::string &file) {
 
 #if LEAKBOUND_HAVE_LIBDW
 
+// Whether the debug file open at `fd` belongs to the module: the same build ID when the module
+// has one, else the CRC its .gnu_debuglink names.
+bool DebugFileMatches(int fd, const unsigned char *id, int id_length, GElf_Word crc) {
+  if (id_length > 0) {
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    const void *found = nullptr;
+    const ssize_t found_length = elf ? dwelf_elf_gnu_build_id(elf, &found) : -1;
+    const bool same = found_length == id_length && std::memcmp(found, id, id_length) == 0;
+    if (elf) elf_end(elf);
+    return same;
+  }
+  uLong sum = crc32(0L, Z_NULL, 0);
+  unsigned char buffer[1 << 16];
+  off_t at = 0;
+  for (;;) {
+    const ssize_t got = ::pread(fd, buffer, sizeof buffer, at);
+    if (got < 0) return false;
+    if (got == 0) break;
+    sum = crc32(sum, buffer, static_cast<uInt>(got));
+    at += got;
+  }
+  return static_cast<GElf_Word>(sum) == crc;
+}
+
+// Separate debug files on this machine only: by build ID under the debug directories
+// (dwfl_build_id_find_debuginfo: what Debian's -dbg and -dbgsym packages install), then by the
+// module's .gnu_debuglink name next to it, in its .debug/ and under /usr/lib/debug, taken only
+// when it matches (DebugFileMatches). Not dwfl_standard_find_debuginfo: elfutils 0.188 ends that
+// search with debuginfod, which dlopens libdebuginfod (curl, GnuTLS, Kerberos: ~35 libraries,
+// 15-20 ms) for every module without a local debug file and, when DEBUGINFOD_URLS is set
+// (Debian's /etc/profile.d sets it for login shells), fetches debug files over the network while
+// watch writes its report: libtorch's are hundreds of MB. LEAKBOUND_DEBUGINFOD=1 asks for
+// elfutils' own search, debuginfod included.
+int FindLocalDebuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                       const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                       char **debuginfo_file_name) {
+  const int by_id = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
+                                                 debuglink_file, debuglink_crc,
+                                                 debuginfo_file_name);
+  if (by_id >= 0 || debuglink_file == nullptr || file_name == nullptr) return by_id;
+  const std::filesystem::path module(file_name);
+  const std::filesystem::path dir = module.parent_path();
+  const std::filesystem::path candidates[] = {
+      dir / debuglink_file, dir / ".debug" / debuglink_file,
+      std::filesystem::path("/usr/lib/debug") / dir.relative_path() / debuglink_file};
+  const unsigned char *id = nullptr;
+  GElf_Addr id_address = 0;
+  const int id_length = dwfl_module_build_id(mod, &id, &id_address);
+  for (const std::filesystem::path &candidate : candidates) {
+    if (candidate == module) continue;  // a debuglink that names the module itself
+    const int fd = ::open(candidate.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (DebugFileMatches(fd, id, id_length, debuglink_crc)) {
+      *debuginfo_file_name = ::strdup(candidate.c_str());
+      return fd;
+    }
+    ::close(fd);
+  }
+  return -1;
+}
+
 struct Symbolizer::Impl {
   Dwfl_Callbacks callbacks{};
   Dwfl *dwfl = nullptr;
@@ -106,7 +171,10 @@ struct Symbolizer::Impl {
 
   Impl() {
     callbacks.find_elf = dwfl_build_id_find_elf;
-    callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    const char *debuginfod = std::getenv("LEAKBOUND_DEBUGINFOD");
+    callbacks.find_debuginfo = debuginfod && std::strcmp(debuginfod, "1") == 0
+                                   ? dwfl_standard_find_debuginfo
+                                   : FindLocalDebuginfo;
     callbacks.section_address = dwfl_offline_section_address;
     callbacks.debuginfo_path = &debuginfo_path;
     dwfl = dwfl_begin(&callbacks);
