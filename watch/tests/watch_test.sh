@@ -185,6 +185,30 @@ case $case_name in
     [ "$inner" = "main c_steps.c:$line" ] || fail "first row's stack ends in '$inner', want main c_steps.c:$line"
     grep -q "<title>main c_steps.c:$line — +24 B/step (100.0%)</title>" "$out/report.html" || fail "no flame graph frame for c_steps.c:$line in report.html"
     ;;
+  c_split_debug_leak)
+    # Debug information in a separate file, found by the program's .gnu_debuglink (next to it,
+    # then in .debug/; checked by build ID): the stripped program's leak is still named by line.
+    # A wrong debug file (another build's, same name) is not taken.
+    command -v objcopy >/dev/null || { echo "SKIP: no objcopy"; exit 77; }
+    split=$out_root/$case_name.bin
+    rm -rf "$split" && mkdir -p "$split/.debug" && cp "$c_steps" "$split/steps" &&
+      objcopy --only-keep-debug "$split/steps" "$split/.debug/steps.debug" &&
+      objcopy --strip-debug --add-gnu-debuglink="$split/.debug/steps.debug" "$split/steps" ||
+      fail "could not split the debug information"
+    watch_expect 1 -- "$split/steps" leak 200
+    expect_verdict unbounded-growth host.heap_bytes
+    expect_top_line - "$programs/c_steps.c" "kept[step] = malloc(24)"
+    # The same name beside the program, from another build (no build ID of the program's): the
+    # search goes past it to .debug/, as it would past a stale file.
+    printf 'int main(void){return 0;}' | cc -g -x c - -o "$split/steps.debug" || fail "cc failed"
+    watch_expect 1 -- "$split/steps" leak 200
+    expect_top_line - "$programs/c_steps.c" "kept[step] = malloc(24)"
+    # Without any debug file: named by module and offset, no line.
+    rm -rf "$split/.debug" "$split/steps.debug"
+    watch_expect 1 -- "$split/steps" leak 200
+    site=$(report_field "w['attribution'][0]['op'] if w['attribution'] else ''")
+    [[ "$site" != *"c_steps.c:"* ]] || fail "a line without debug information: '$site'"
+    ;;
   c_shared_site_leak)
     # One call site (strdup's malloc, in libc) reached from two lines of main: the first frees
     # its copy at once, the second keeps it (24 B/step). The row is named by the caller its
