@@ -87,15 +87,17 @@ foreach(_lb_dir IN LISTS _lb_header_dirs)
 endforeach()
 
 # RPATH: the installed CLI finds libleakbound_heap.so (and any other shared library of the
-# package) in ../lib relative to itself; shared libraries find their siblings next to them.
+# package) in ../lib relative to itself. The shared libraries need none: each depends on the
+# system's libraries only (libc, libstdc++). They had "$ORIGIN", and to make room for it at
+# install CMake padded their build-tree RUNPATH with empty entries (":::::::"), which the loader
+# reads as the current directory: the preload, loaded into every watched program, would have
+# taken a libc.so.6 from the directory the program was started in.
 # Consumers' executables get the imported library's directory from CMake's build RPATH.
 file(RELATIVE_PATH _lb_bin_to_lib "${CMAKE_INSTALL_FULL_BINDIR}" "${CMAKE_INSTALL_FULL_LIBDIR}")
 foreach(_lb_target IN LISTS _lb_targets)
   get_target_property(_lb_type ${_lb_target} TYPE)
   if(_lb_type STREQUAL "EXECUTABLE")
     set_property(TARGET ${_lb_target} APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${_lb_bin_to_lib}")
-  elseif(_lb_type MATCHES "SHARED_LIBRARY|MODULE_LIBRARY")
-    set_property(TARGET ${_lb_target} APPEND PROPERTY INSTALL_RPATH "$ORIGIN")
   endif()
 endforeach()
 
