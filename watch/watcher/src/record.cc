@@ -139,22 +139,25 @@ struct Connection {
 // How often watch looks on /proc for processes of the job that never connected.
 constexpr auto kScanEvery = std::chrono::milliseconds(200);
 constexpr auto kRestAfterRecords = std::chrono::milliseconds(1);  // see the receive loop
-// The shortest rest, for a connection that brought many records in one round (see there).
+// The shortest rest, for a connection that brings records faster than the rest drains them.
 constexpr auto kShortestRest = std::chrono::microseconds(50);
-// Records one round may bring from a connection before the next rest is shortened: a third of
-// what a program's socket buffer holds (~190 records of the default 208 KiB).
+// Records the busiest connection should bring in one round: a third of what a program's socket
+// buffer holds (~190 records of the default 208 KiB).
 constexpr std::uint64_t kRecordsPerRest = 64;
 
-// How long to rest after a round whose busiest connection brought `most` records: the full rest
-// while a connection brings fewer than kRecordsPerRest in it, shorter in proportion beyond, so
-// that a program marking steps faster than the rest drains (a step every 2 us: ~500 records a
-// millisecond) never fills its socket buffer and waits for watch (it did: 7.3 us a step for
-// 2.3 us of its own work).
-std::chrono::microseconds RestAfter(std::uint64_t most) {
+// The next rest, from the last one and the records the busiest connection brought after it: the
+// rest that would have brought kRecordsPerRest at that rate, between kShortestRest and
+// kRestAfterRecords. A round that found a full buffer (the program was waiting) brought fewer
+// records than it would have taken, so the rest shrinks by a third or more again at the next round
+// until the buffer no longer fills; quiet rounds let it grow back to the full rest. Before, every
+// rest was 1 ms, and a program marking a step every few microseconds waited in its send for most
+// of it (a C loop of bare `leakbound_watch_step()` calls: 7.3 us a step).
+std::chrono::microseconds NextRest(std::chrono::microseconds last, std::uint64_t most) {
   const auto full = std::chrono::duration_cast<std::chrono::microseconds>(kRestAfterRecords);
-  if (most <= kRecordsPerRest) return full;
-  return std::max(kShortestRest, full * static_cast<std::int64_t>(kRecordsPerRest) /
-                                     static_cast<std::int64_t>(most));
+  if (most == 0) return full;
+  const auto next = last * static_cast<std::int64_t>(kRecordsPerRest) /
+                    static_cast<std::int64_t>(most);
+  return std::clamp<std::chrono::microseconds>(next, kShortestRest, full);
 }
 
 
@@ -355,12 +358,12 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   // connections, then read all of them. A send to a connection nobody waits on wakes no one; one
   // wake-up per record (a program stepping every 20 us) cost the program ~5 us per step in
   // scheduler work on this machine (perf: the sender in try_to_wake_up). Signals, new
-  // connections and hang-ups still end the rest at once. A connection that brought more than
-  // kRecordsPerRest records in a round shortens the next rest in proportion (RestAfter), so that
-  // a program's socket buffer (~190 records) does not fill during one: a program that fills it
-  // waits in its send for the end of the rest.
+  // connections and hang-ups still end the rest at once. The rest follows the busiest
+  // connection's rate (NextRest), so that a program's socket buffer (~190 records) does not fill
+  // during one: a program that fills it waits in its send for the end of the rest.
   bool rest = false;
   std::uint64_t most = 0;  // records the busiest connection brought in the last round
+  auto rest_for = std::chrono::duration_cast<std::chrono::microseconds>(kRestAfterRecords);
   for (;;) {
     std::vector<pollfd> fds;
     fds.push_back({g_signal_pipe[0], POLLIN, 0});
@@ -372,7 +375,8 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     // the next scan of /proc at the latest (so that scans keep their pace when records arrive).
     const auto until_scan = std::chrono::duration_cast<std::chrono::milliseconds>(
         kScanEvery - (std::chrono::steady_clock::now() - last_scan));
-    const auto wait = rest ? std::chrono::microseconds(RestAfter(most))
+    if (rest) rest_for = NextRest(rest_for, most);
+    const auto wait = rest ? rest_for
                            : std::chrono::microseconds(
                                  std::chrono::milliseconds(std::clamp<std::int64_t>(
                                      until_scan.count(), 1, 200)));
