@@ -6,12 +6,14 @@
 // "MODULE+0xOFFSET". Off the hot path: only names that appear in the report are looked up.
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "internal.h"
 
@@ -125,7 +127,7 @@ bool DebugFileMatches(int fd, const unsigned char *id, int id_length, GElf_Word 
 // Separate debug files on this machine only: by build ID under the debug directories
 // (dwfl_build_id_find_debuginfo: what Debian's -dbg and -dbgsym packages install), then by the
 // module's .gnu_debuglink name next to it, in its .debug/ and under /usr/lib/debug, taken only
-// when it matches (DebugFileMatches). Not dwfl_standard_find_debuginfo: elfutils 0.188 ends that
+// when it matches (DebugFileMatches); libdwfl asks here for a dwz multifile too (below). Not dwfl_standard_find_debuginfo: elfutils 0.188 ends that
 // search with debuginfod, which dlopens libdebuginfod (curl, GnuTLS, Kerberos: ~35 libraries,
 // 15-20 ms) for every module without a local debug file and, when DEBUGINFOD_URLS is set
 // (Debian's /etc/profile.d sets it for login shells), fetches debug files over the network while
@@ -138,16 +140,46 @@ int FindLocalDebuginfo(Dwfl_Module *mod, void **userdata, const char *modname, D
                                                  debuglink_file, debuglink_crc,
                                                  debuginfo_file_name);
   if (by_id >= 0 || debuglink_file == nullptr || file_name == nullptr) return by_id;
+  // The identity the file must have: the module's build ID, or, for the file of DWARF shared by
+  // several modules that a dwz-compressed debug file names (.gnu_debugaltlink, an absolute path
+  // in Debian's -dbgsym packages: libdwfl asks for it with CRC 0 once the module's DWARF is
+  // open), the build ID that link gives. The guard keeps dwfl_module_getdwarf from asking for the
+  // module's own debug file again from inside this search.
+  static thread_local bool reading_alt_link = false;
+  const unsigned char *id = nullptr;
+  int id_length = 0;
+  if (debuglink_crc == 0 && debuglink_file[0] == '/' && !reading_alt_link) {
+    reading_alt_link = true;
+    Dwarf_Addr bias = 0;
+    Dwarf *dwarf = dwfl_module_getdwarf(mod, &bias);
+    reading_alt_link = false;
+    const char *alt_name = nullptr;
+    const void *alt_id = nullptr;
+    const ssize_t alt_length =
+        dwarf ? dwelf_dwarf_gnu_debugaltlink(dwarf, &alt_name, &alt_id) : -1;
+    if (alt_length > 0 && alt_name && std::strcmp(alt_name, debuglink_file) == 0) {
+      id = static_cast<const unsigned char *>(alt_id);
+      id_length = static_cast<int>(alt_length);
+    }
+  }
+  if (id_length == 0) {
+    GElf_Addr id_address = 0;
+    id_length = dwfl_module_build_id(mod, &id, &id_address);
+  }
   const std::filesystem::path module(file_name);
   const std::filesystem::path dir = module.parent_path();
-  const std::filesystem::path candidates[] = {
-      dir / debuglink_file, dir / ".debug" / debuglink_file,
-      std::filesystem::path("/usr/lib/debug") / dir.relative_path() / debuglink_file};
-  const unsigned char *id = nullptr;
-  GElf_Addr id_address = 0;
-  const int id_length = dwfl_module_build_id(mod, &id, &id_address);
+  std::vector<std::filesystem::path> candidates;
+  for (const std::filesystem::path &candidate :
+       {dir / debuglink_file, dir / ".debug" / debuglink_file,
+        std::filesystem::path("/usr/lib/debug") / dir.relative_path() / debuglink_file}) {
+    // An absolute link is one path (operator/ keeps it whole); a link naming the module itself
+    // is not its debug file.
+    if (candidate != module &&
+        std::find(candidates.begin(), candidates.end(), candidate) == candidates.end()) {
+      candidates.push_back(candidate);
+    }
+  }
   for (const std::filesystem::path &candidate : candidates) {
-    if (candidate == module) continue;  // a debuglink that names the module itself
     const int fd = ::open(candidate.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     if (DebugFileMatches(fd, id, id_length, debuglink_crc)) {
