@@ -34,14 +34,17 @@ import time
 
 
 PEAK_RSS = re.compile(rb"peak RSS ([0-9.]+) MiB")
+TIME = "/usr/bin/time"
 
 
 def run_once(argv, env, scratch):
     """Wall seconds, the program's peak RSS in KiB (0: unknown) and the exit status of one run."""
     rss_file = os.path.join(scratch, "rss")
+    if os.path.exists(rss_file):
+        os.remove(rss_file)  # a run that writes none must not read the last one's
     watched = len(argv) > 1 and argv[1] == "watch"
     start = time.monotonic()
-    child = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file] + argv, env=env,
+    child = subprocess.run([TIME, "-f", "%M", "-o", rss_file] + argv, env=env,
                            stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE if watched else subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
@@ -78,12 +81,14 @@ def measure(title, variants, rounds, log, scratch):
                 log("  %s: %s: FAILED, %s" % (title, v.label, v.failure))
                 continue
             if rc not in v.ok:
-                v.failure = "exit %d (command: %s)" % (rc, " ".join(v.argv))
+                v.failure = "exit %d%s (command: %s)" % (
+                    rc, ": not found or not executable" if rc in (126, 127) else "",
+                    " ".join(v.argv))
                 log("  %s: %s: FAILED, %s" % (title, v.label, v.failure))
                 continue
             v.walls.append(wall)
             v.rss.append(rss)
-            log("  round %d/%d  %-44s %7.3f s  %6.0f MiB" % (r + 1, rounds, v.label, wall,
+            log("  round %d/%d  %-44s %7.3f s  %7.1f MiB" % (r + 1, rounds, v.label, wall,
                                                                rss / 1024))
 
 
@@ -146,6 +151,9 @@ def main():
     if args.rounds < 1 or args.pairs < 1 or args.torch_steps < 1 or args.loader_steps < 1:
         parser.error("--rounds, --pairs, --torch-steps and --loader-steps must be >= 1")
 
+    if not os.access(TIME, os.X_OK):
+        parser.error("%s is needed (each run's peak RSS): apt-get install time "
+                     "(bash ci/install_deps.sh installs it)" % TIME)
     only = set(args.only.split(","))
     unknown = only - {"malloc", "threads", "torch", "lines", "loader"}
     if unknown:

@@ -22,7 +22,7 @@ import time
 LEAK_LINE = "self.kept.append(bytearray(4096))"
 
 
-def run_once(args, mode, steps, scratch):
+def run_once(args, mode, steps, scratch, index):
     out = tempfile.mkdtemp(dir=scratch)  # one per run: --jobs runs several at once
     env = dict(os.environ, TREE_STEPS=str(steps))
     proc = subprocess.run([args.leakbound, "watch", "--out", out, "--step-on",
@@ -40,8 +40,9 @@ def run_once(args, mode, steps, scratch):
             flagged.append("%s: %s%s" % (w["name"], w["verdict"],
                                          " " + rate.group(1) if rate else ""))
     if flagged and mode != "loader-leak" and args.keep_flagged:
-        shutil.copytree(out, os.path.join(args.out, "flagged",
-                                          "%s-%d-%s" % (mode, steps, os.path.basename(out))))
+        # Named as the run is in tree_rates.md ("run N"), with the options watch was given.
+        shutil.copytree(out, os.path.join(args.out, "flagged", "%s-%d-run%d%s" % (
+            mode, steps, index + 1, "".join(a.replace("-", "_") for a in args.watch_arg))))
     shutil.rmtree(out, ignore_errors=True)
     worker1 = [w for w in report["workloads"] if w["name"].endswith("DataLoader worker 1")]
     top = worker1[0]["attribution"][0]["op"] if worker1 and worker1[0]["attribution"] else ""
@@ -82,8 +83,8 @@ def main():
             for mode in args.modes:
                 pool = concurrent.futures.ThreadPoolExecutor(args.jobs)
                 try:
-                    futures = [pool.submit(run_once, args, mode, steps, scratch)
-                               for _ in range(args.runs)]
+                    futures = [pool.submit(run_once, args, mode, steps, scratch, i)
+                               for i in range(args.runs)]
                     for i, _ in enumerate(concurrent.futures.as_completed(futures)):
                         print("tree_rates: %s at %d steps, %d of %d (%.0f s)"
                               % (mode, steps, i + 1, args.runs, time.time() - started),
@@ -93,8 +94,10 @@ def main():
                     pool.shutdown(wait=False, cancel_futures=True)
                     raise
                 pool.shutdown()
-                results.append({"mode": mode, "steps": steps, "runs": runs, "jobs": args.jobs})
-    lines = ["| twin | trainer steps | runs (at once) | a process not PASS | job caught in worker 1, "
+                results.append({"mode": mode, "steps": steps, "runs": runs, "jobs": args.jobs,
+                                "watch_args": args.watch_arg})
+    lines = (["`leakbound watch` options added to each run: %s" % " ".join(args.watch_arg), ""]
+             if args.watch_arg else []) + ["| twin | trainer steps | runs (at once) | a process not PASS | job caught in worker 1, "
              "first row at the leaking line | no report |", "|---|---:|---:|---:|---:|---:|"]
     for r in results:
         runs = r["runs"]

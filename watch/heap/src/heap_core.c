@@ -243,7 +243,7 @@ static inline ThreadCounters *CountingCounters(void) {
   return c;
 }
 
-/* The shared slot 0 (used only past kThreadSlots - 1 live threads): locked adds, CAS peak. */
+/* Slot 0, shared by the threads past kThreadSlots - 1 live ones. */
 static inline int IsShared(const ThreadCounters *c) { return c == &g_threads[0]; }
 
 /* A record's birth stamp is the census clock's low 16 bits when it was allocated: the census
@@ -266,6 +266,7 @@ static inline unsigned Book(uint64_t clock, unsigned cohort) {
 /* The book of a block stamped at `clock`: its birth cohort, CohortOf(clock, CurrentEpoch(clock)). */
 static inline unsigned BirthBook(uint64_t clock) { return Book(clock, (unsigned)clock & 0xff); }
 
+/* The shared slot's books: locked adds, CAS peak. */
 static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size,
                                                            unsigned book) {
   atomic_fetch_add_explicit(&c->born_bytes[book], (int64_t)size, memory_order_relaxed);
