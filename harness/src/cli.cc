@@ -526,10 +526,12 @@ int main(int argc, char** argv) {
                    "relative tolerance for memory figures, a fraction: 0.05 = 5%")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
-  diff->add_option("--time-tolerance", tol.step_time_relative,
-                   "relative tolerance for step time, a fraction: 0.5 = +50%")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
+  auto* diff_time =
+      diff->add_option("--time-tolerance", tol.step_time_relative,
+                       "relative tolerance for step time, a fraction: 0.5 = +50% (a watched "
+                       "program's step time is shown, not compared, unless this is given)")
+          ->check(CLI::Range(0.0, 1e6))
+          ->capture_default_str();
   diff->add_option("--out,-o", diff_out, "also write the Markdown to this file");
 
   RunFlags check_flags;
@@ -601,7 +603,10 @@ int main(int argc, char** argv) {
     if (*list) return CmdList(list_json);
     if (*run || *check) InstallStopHandlers();
     if (*run) return CmdRun(run_flags, names, all, out_dir, trace_out);
-    if (*diff) return CmdDiff(base_path, new_path, tol, diff_out);
+    if (*diff) {
+      tol.compare_watched_step_time = diff_time->count() > 0;
+      return CmdDiff(base_path, new_path, tol, diff_out);
+    }
     if (*check) {
       check_tol.compare_step_time = check_time->count() > 0;
       return CmdCheck(check_flags, baselines, check_out, check_tol, update);

@@ -242,6 +242,9 @@ std::string RenderDiffMarkdown(const DiffHeader& header, const DiffTolerance& to
       (tolerance.compare_step_time ? TolerancePercent(tolerance.step_time_relative) + " (floor " +
                                          FormatDuration(tolerance.step_time_absolute_ns) + ")"
                                    : std::string("shown, not compared")) +
+      (tolerance.compare_step_time && !tolerance.compare_watched_step_time
+           ? " (a watched program's: shown, not compared)"
+           : "") +
       ".\n\n";
   bool listed = false;
   for (const DiffRow& row : result.rows) {
@@ -339,7 +342,9 @@ void AppendRows(const Report& base, const Report& fresh, const DiffTolerance& to
     for (const MetricRule& rule : rules) {
       DiffRow row = CompareMetric(base_workload.name, rule, base_workload.*rule.field,
                                   fresh_workload.*rule.field);
-      if (!tolerance.compare_step_time && rule.field == &WorkloadResult::step_time_ns) {
+      const bool watched = IsWatched(base_workload) && IsWatched(fresh_workload);
+      if ((!tolerance.compare_step_time || (watched && !tolerance.compare_watched_step_time)) &&
+          rule.field == &WorkloadResult::step_time_ns) {
         row.status = DiffStatus::kUnchanged;  // informational: timings of different machines
         result.rows.push_back(std::move(row));
         continue;

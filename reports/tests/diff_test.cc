@@ -202,6 +202,28 @@ TEST(ReportDiffTest, StepTimeNotCompared_DoublingIsShownButNotARegression) {
   EXPECT_NE(result.markdown.find("step time shown, not compared."), std::string::npos);
 }
 
+// A watched program's step time: shown, not judged, when compare_watched_step_time is off
+// (`leakbound diff` without --time-tolerance); judged again when it is on, and a workload
+// leakbound ran keeps its comparison either way.
+TEST(ReportDiffTest, WatchedStepTime_ShownNotComparedUnlessAsked) {
+  Report base = testing::MakeSampleReport();
+  Find(base, "mlp_sgd")->kind = "watched";
+  Find(base, "mlp_sgd")->step_time_ns = 10000;
+  Find(base, "trap_param_reuse")->step_time_ns = 10000;
+  Report fresh = base;
+  Find(fresh, "mlp_sgd")->step_time_ns = 20000;
+  Find(fresh, "trap_param_reuse")->step_time_ns = 20000;
+  DiffTolerance tolerance;
+  tolerance.compare_watched_step_time = false;
+  const DiffResult quiet = DiffReports(base, fresh, tolerance);
+  EXPECT_EQ(Row(quiet, "mlp_sgd", "step time").status, DiffStatus::kUnchanged) << quiet.markdown;
+  EXPECT_EQ(Row(quiet, "mlp_sgd", "step time").percent_text, "+100.0%");
+  EXPECT_EQ(Row(quiet, "trap_param_reuse", "step time").status, DiffStatus::kRegression);
+  EXPECT_NE(quiet.markdown.find("a watched program's: shown, not compared"), std::string::npos);
+  const DiffResult asked = DiffReports(base, fresh, DiffTolerance{});
+  EXPECT_EQ(Row(asked, "mlp_sgd", "step time").status, DiffStatus::kRegression);
+}
+
 TEST(ReportDiffTest, StepTimeUnderAbsoluteFloor_IsNotARegression) {
   Report base = testing::MakeSampleReport();
   Find(base, "mlp_sgd")->step_time_ns = 400;

@@ -32,6 +32,11 @@ struct DiffTolerance {
   // False: step time is shown but never judged (check against baselines recorded on another
   // machine, where a timing comparison means nothing).
   bool compare_step_time = true;
+  // False: a watched program's step time (a workload of kind "watched" on both sides) is shown
+  // but not judged. Its steps are the program's own, timed with watch's markers on a machine
+  // the diff knows nothing of: one allocation more a step moves a microsecond step past +50%
+  // (`leakbound diff` sets this unless --time-tolerance is given).
+  bool compare_watched_step_time = true;
 };
 
 enum class DiffStatus {
