@@ -93,11 +93,29 @@ endforeach()
 # reads as the current directory: the preload, loaded into every watched program, would have
 # taken a libc.so.6 from the directory the program was started in.
 # Consumers' executables get the imported library's directory from CMake's build RPATH.
+# The executable is built with its install RPATH, which also holds the build tree's path to the
+# package's shared libraries ($ORIGIN-relative, e.g. $ORIGIN/../watch/heap: absent once installed)
+# and the directories outside the project it links from (CUDA's, OpenBLAS's): with a build RPATH
+# of its own, CMake ends that one with an empty entry for the install-time rewrite (its
+# "trailing separator"), and the build tree's `leakbound` looked for libdw.so.1, libstdc++.so.6
+# and libc.so.6 in whatever directory it was run from.
 file(RELATIVE_PATH _lb_bin_to_lib "${CMAKE_INSTALL_FULL_BINDIR}" "${CMAKE_INSTALL_FULL_LIBDIR}")
 foreach(_lb_target IN LISTS _lb_targets)
   get_target_property(_lb_type ${_lb_target} TYPE)
   if(_lb_type STREQUAL "EXECUTABLE")
-    set_property(TARGET ${_lb_target} APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${_lb_bin_to_lib}")
+    set(_lb_rpath "$ORIGIN/${_lb_bin_to_lib}")
+    get_target_property(_lb_from ${_lb_target} BINARY_DIR)
+    foreach(_lb_other IN LISTS _lb_targets)
+      get_target_property(_lb_other_type ${_lb_other} TYPE)
+      if(_lb_other_type MATCHES "SHARED_LIBRARY|MODULE_LIBRARY")
+        get_target_property(_lb_to ${_lb_other} BINARY_DIR)
+        file(RELATIVE_PATH _lb_rel "${_lb_from}" "${_lb_to}")
+        list(APPEND _lb_rpath "$ORIGIN/${_lb_rel}")
+      endif()
+    endforeach()
+    list(REMOVE_DUPLICATES _lb_rpath)
+    set_target_properties(${_lb_target} PROPERTIES INSTALL_RPATH "${_lb_rpath}"
+                          BUILD_WITH_INSTALL_RPATH ON INSTALL_RPATH_USE_LINK_PATH ON)
   endif()
 endforeach()
 
