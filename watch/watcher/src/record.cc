@@ -134,6 +134,11 @@ struct Connection {
   size_t image = 0;  // index in WatchJob::images
   std::chrono::steady_clock::time_point private_read{};  // the last smaps_rollup read
   std::chrono::steady_clock::duration private_every = kPrivateMemoryEvery;
+  // RSS and PSS read when the process was first heard from (it had just connected, so it was
+  // alive), for its first sample when no read at a sample succeeds: a program of a few hundred
+  // microseconds ends before the first read at a sample could happen (tree_compiler's).
+  bool first_read = false, first_ok = false, first_given = false;
+  std::uint64_t first_rss = 0, first_pss = 0;
 };
 
 // How often watch looks on /proc for processes of the job that never connected.
@@ -409,6 +414,10 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       // Every STEP, and every timer TICK, moves the job's clock.
       for (std::uint64_t k = before; k < recording.clock_moves; ++k) folder.Tick();
       const auto now = std::chrono::steady_clock::now();
+      if (!c.first_read) {
+        c.first_read = true;
+        c.first_ok = ReadPrivateMemory(job.images[c.image].pid, c.first_rss, c.first_pss);
+      }
       if (!recording.samples.empty() && !recording.samples.back().has_private &&
           now - c.private_read >= c.private_every) {
         WatchSample &last = recording.samples.back();
@@ -418,6 +427,15 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
         c.private_every = std::clamp<std::chrono::steady_clock::duration>(
             (std::chrono::steady_clock::now() - now) * kPrivateMemoryShare, kPrivateMemoryEvery,
             kPrivateMemoryLongest);
+      }
+      if (c.first_ok && !c.first_given && !recording.samples.empty()) {
+        c.first_given = true;
+        WatchSample &first = recording.samples.front();
+        if (!first.has_private) {
+          first.has_private = true;
+          first.rss_bytes = c.first_rss;
+          first.pss_bytes = c.first_pss;
+        }
       }
       if (!open) {
         ::close(c.fd);
