@@ -134,9 +134,10 @@ struct Connection {
   size_t image = 0;  // index in WatchJob::images
   std::chrono::steady_clock::time_point private_read{};  // the last smaps_rollup read
   std::chrono::steady_clock::duration private_every = kPrivateMemoryEvery;
-  // RSS and PSS read when the process was first heard from (it had just connected, so it was
-  // alive), for its first sample when no read at a sample succeeds: a program of a few hundred
-  // microseconds ends before the first read at a sample could happen (tree_compiler's).
+  // RSS and PSS read when the process was first heard from with no sample yet (it had just
+  // connected, so it was alive), for its first sample when the first samples arrive and no read
+  // of them succeeds: a program of a few hundred microseconds can end before the first read at a
+  // sample (tree_compiler's did once, on a loaded machine).
   bool first_read = false, first_ok = false, first_given = false;
   std::uint64_t first_rss = 0, first_pss = 0;
 };
@@ -414,9 +415,11 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       // Every STEP, and every timer TICK, moves the job's clock.
       for (std::uint64_t k = before; k < recording.clock_moves; ++k) folder.Tick();
       const auto now = std::chrono::steady_clock::now();
-      if (!c.first_read) {
+      if (!c.first_read) {  // read now only while no sample came: the read below does then
         c.first_read = true;
-        c.first_ok = ReadPrivateMemory(job.images[c.image].pid, c.first_rss, c.first_pss);
+        if (recording.samples.empty()) {
+          c.first_ok = ReadPrivateMemory(job.images[c.image].pid, c.first_rss, c.first_pss);
+        }
       }
       if (!recording.samples.empty() && !recording.samples.back().has_private &&
           now - c.private_read >= c.private_every) {
@@ -428,10 +431,15 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
             (std::chrono::steady_clock::now() - now) * kPrivateMemoryShare, kPrivateMemoryEvery,
             kPrivateMemoryLongest);
       }
+      // The first samples arrived and no read of them succeeded (the process had ended): the
+      // value read when it connected stands for them. Not when one did: an early value would
+      // become the series' first and overstate its rise.
       if (c.first_ok && !c.first_given && !recording.samples.empty()) {
         c.first_given = true;
-        WatchSample &first = recording.samples.front();
-        if (!first.has_private) {
+        const bool any = std::any_of(recording.samples.begin(), recording.samples.end(),
+                                     [](const WatchSample &s) { return s.has_private; });
+        if (!any) {
+          WatchSample &first = recording.samples.front();
           first.has_private = true;
           first.rss_bytes = c.first_rss;
           first.pss_bytes = c.first_pss;
