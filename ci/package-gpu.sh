@@ -29,9 +29,17 @@ for lib in watch/preload/libleakbound_preload.so watch/nvtx/libleakbound_nvtx_in
   [[ -f build/default/$lib ]] && cp "build/default/$lib" "$dest/lib/"
 done
 [[ -d build/default/watch/python ]] && cp -r build/default/watch/python "$dest/share/leakbound/"
-# Shared libraries that are neither glibc/libstdc++ nor part of the CUDA toolkit.
-for b in "$dest"/bin/*; do
-  ldd "$b" | awk '/=> \//{print $3}' | while read -r lib; do
+# Shared libraries that are neither glibc/libstdc++ nor part of the CUDA toolkit, as the build
+# tree's binaries resolve them (their RUNPATHs are relative to where they were built: the copies
+# in $dest/bin would not find libleakbound_heap.so). A library not found stops the packing.
+for b in "${bins[@]}"; do
+  [[ -x build/default/$b ]] || continue
+  if ldd "build/default/$b" | grep -q "not found"; then
+    echo "package-gpu: build/default/$b needs a library that is not found:" >&2
+    ldd "build/default/$b" | grep "not found" >&2
+    exit 1
+  fi
+  ldd "build/default/$b" | awk '/=> \//{print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libstdc++.so*|libgcc_s.so*|ld-linux*) ;;
       libcuda.so*|libcudart*|libcublas*|libcupti*|libnvrtc*|libnvJitLink*) ;;
