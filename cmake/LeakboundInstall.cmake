@@ -86,19 +86,15 @@ foreach(_lb_dir IN LISTS _lb_header_dirs)
           FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp" PATTERN "*.cuh")
 endforeach()
 
-# RPATH: the installed CLI finds libleakbound_heap.so (and any other shared library of the
-# package) in ../lib relative to itself. The shared libraries need none: each depends on the
-# system's libraries only (libc, libstdc++). They had "$ORIGIN", and to make room for it at
-# install CMake padded their build-tree RUNPATH with empty entries (":::::::"), which the loader
-# reads as the current directory: the preload, loaded into every watched program, would have
-# taken a libc.so.6 from the directory the program was started in.
-# Consumers' executables get the imported library's directory from CMake's build RPATH.
-# The executable is built with its install RPATH, which also holds the build tree's path to the
-# package's shared libraries ($ORIGIN-relative, e.g. $ORIGIN/../watch/heap: absent once installed)
-# and the directories outside the project it links from (CUDA's, OpenBLAS's): with a build RPATH
-# of its own, CMake ends that one with an empty entry for the install-time rewrite (its
-# "trailing separator"), and the build tree's `leakbound` looked for libdw.so.1, libstdc++.so.6
-# and libc.so.6 in whatever directory it was run from.
+# RPATH. The shared libraries get none: each needs only the system's libraries (libc,
+# libstdc++). The executable is built with its install RPATH: $ORIGIN/../lib (where the installed
+# CLI finds libleakbound_heap.so), the build tree's $ORIGIN-relative folders of the package's
+# shared libraries (absent once installed) and the folders outside the project it links from
+# (CUDA's, OpenBLAS's). Either way no RUNPATH is left for CMake to rewrite at install, which it
+# makes room for with empty entries (the preload's was ":::::::", `leakbound`'s ended in ":"),
+# and the loader reads an empty entry as the current directory: the build tree's `leakbound`
+# opened libz.so.1, libdw.so.1 and libc.so.6 relative to wherever it was run. Consumers'
+# executables get the imported library's directory from CMake's build RPATH.
 file(RELATIVE_PATH _lb_bin_to_lib "${CMAKE_INSTALL_FULL_BINDIR}" "${CMAKE_INSTALL_FULL_LIBDIR}")
 foreach(_lb_target IN LISTS _lb_targets)
   get_target_property(_lb_type ${_lb_target} TYPE)
