@@ -94,6 +94,9 @@ enum {
 };
 static const uint32_t kEmpty = 0;
 static const uint64_t kInlineSizeMax = kLargeField - 1; /* 8,175: larger sizes go to a large table */
+/* Blocks below this size come from a heap that fills densely (glibc serves 128 KiB and more from
+ * mappings of their own until its mmap threshold rises): MapChunk. */
+static const uint64_t kDenseBlockMax = (uint64_t)64 << 10;
 static const uintptr_t kLargeTombstone = 1;
 static const size_t kRegions = (size_t)1 << (kAddressBits - kRegionBits);
 static const size_t kChunksPerRegion = (size_t)1 << (kRegionBits - kChunkBits);
@@ -350,14 +353,30 @@ static inline Chunk *FindChunk(uintptr_t key) {
   return atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
 }
 
+/* Writes a zero into each page of [table, table + bytes) of a table not yet published, so that
+ * its pages are mapped by a write. A page first read (FindChunk's directory load, a record word's
+ * check for a stale record) maps the kernel's shared zero page, and the first store after that
+ * copies it and flushes the TLB of every CPU that runs one of the program's threads: an
+ * inter-processor interrupt per page, which on this machine's virtual CPUs cost `import torch`
+ * ~60 ms in ~3,000 such faults (docs/watch.md, "Overhead"). */
+static void TouchPages(void *table, size_t bytes) {
+  for (size_t at = 0; at < bytes; at += 4096) {
+    atomic_store_explicit((_Atomic uint32_t *)((char *)table + at), 0, memory_order_relaxed);
+  }
+}
+
 /* Maps what key's record needs on its first block (a directory, a chunk); NULL when mmap fails
- * (retried next time). */
-static __attribute__((noinline)) Chunk *MapChunk(uintptr_t key) {
+ * (retried next time). A chunk first mapped for a small block is in a heap that fills from one
+ * end (glibc's main heap or an arena's), whose blocks will use every page of its words: they are
+ * all touched before it is published. One mapped for a large block (glibc maps those one by
+ * one, wherever the kernel puts them) gets only its record's page touched. */
+static __attribute__((noinline)) Chunk *MapChunk(uintptr_t key, uint64_t size) {
   _Atomic(Directory *) *region = &g_regions[RegionOf(key)];
   Directory *directory = atomic_load_explicit(region, memory_order_acquire);
   if (directory == NULL) {
     Directory *mine = (Directory *)MapTable(sizeof(Directory));
     if (mine == NULL) return NULL;
+    TouchPages(mine, sizeof(Directory));
     if (atomic_compare_exchange_strong_explicit(region, &directory, mine, memory_order_acq_rel,
                                                 memory_order_acquire)) {
       directory = mine;
@@ -370,6 +389,11 @@ static __attribute__((noinline)) Chunk *MapChunk(uintptr_t key) {
   if (chunk == NULL) {
     Chunk *mine = (Chunk *)MapTable(sizeof(Chunk));
     if (mine == NULL) return NULL;
+    if (size < kDenseBlockMax) {
+      TouchPages(mine->word, sizeof mine->word);
+    } else {
+      TouchPages((void *)((uintptr_t)&mine->word[RecordIndex(key)] & ~(uintptr_t)4095), 4);
+    }
     if (atomic_compare_exchange_strong_explicit(slot, &chunk, mine, memory_order_acq_rel,
                                                 memory_order_acquire)) {
       chunk = mine;
@@ -504,7 +528,7 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uin
                             unsigned epoch, uint64_t clock) {
   if (LB_UNLIKELY(RegionOf(key) >= kRegions || (key & 7) != 0)) return 0;
   Chunk *chunk = FindChunk(key);
-  if (LB_UNLIKELY(chunk == NULL) && (chunk = MapChunk(key)) == NULL) return 0;
+  if (LB_UNLIKELY(chunk == NULL) && (chunk = MapChunk(key, size)) == NULL) return 0;
   const size_t i = RecordIndex(key);
   const uint32_t stale = atomic_load_explicit(&chunk->word[i], memory_order_relaxed);
   if (LB_UNLIKELY(stale != kEmpty)) {
