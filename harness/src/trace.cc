@@ -345,7 +345,7 @@ std::string TraceFileToJson(const TraceFile& file) {
                {"noise_floors", std::move(floors)},
                {"traces", std::move(traces)}};
   // Invalid UTF-8 (a program's argument, a note) becomes U+FFFD rather than an exception.
-  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+  return reports::DumpJson(j, 1) + "\n";
 }
 
 TraceFile TraceFileFromJson(const std::string& text, const std::string& source) {

@@ -5,6 +5,7 @@
 
 #include "leakbound/reports/json.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -161,6 +162,42 @@ Json BuildJson(const Report& report) {
 // written with U+FFFD in place of the bad bytes: a report is never lost to one byte.
 constexpr auto kReplaceInvalid = nlohmann::ordered_json::error_handler_t::replace;
 
+// A scalar as nlohmann's dump writes it. Whole numbers are written here: nlohmann formats every
+// double with grisu2, whose text for a whole number below 10^15 in magnitude is its digits and
+// ".0"; a watched program's series are thousands of such values a counter (a 20,000-step trace:
+// two thirds of the watcher's time after the program exits went to formatting them).
+template <typename Json>
+void AppendScalar(const Json& value, std::string& out) {
+  char digits[24];
+  std::to_chars_result written{};
+  if (value.is_number_float()) {
+    const double v = value.template get<double>();
+    if (!(std::fabs(v) < 1e15) || v != std::trunc(v) || (v == 0 && std::signbit(v))) {
+      out += value.dump(-1, ' ', false, kReplaceInvalid);
+      return;
+    }
+    written = std::to_chars(digits, digits + sizeof digits, static_cast<std::int64_t>(v));
+    out.append(digits, written.ptr);
+    out += ".0";
+    return;
+  }
+  if (value.is_number_unsigned()) {
+    written = std::to_chars(digits, digits + sizeof digits, value.template get<std::uint64_t>());
+  } else if (value.is_number_integer()) {
+    written = std::to_chars(digits, digits + sizeof digits, value.template get<std::int64_t>());
+  } else {
+    out += value.dump(-1, ' ', false, kReplaceInvalid);
+    return;
+  }
+  out.append(digits, written.ptr);
+}
+
+template <typename Json>
+void AppendKey(const std::string& key, std::string& out) {
+  out += Json(key).dump(-1, ' ', false, kReplaceInvalid);
+  out += ": ";
+}
+
 // Pretty printer that keeps arrays of scalars on one line (nlohmann's dump(2) would give every
 // sample of a series its own line).
 void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::string& out) {
@@ -177,8 +214,7 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
       if (!first) out += ",\n";
       first = false;
       out += indent;
-      out += nlohmann::ordered_json(key).dump(-1, ' ', false, kReplaceInvalid);
-      out += ": ";
+      AppendKey<nlohmann::ordered_json>(key, out);
       AppendCompactPretty(value, depth + 1, out);
     }
     out += "\n" + closing_indent + "}";
@@ -192,8 +228,15 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
         break;
       }
     }
-    if (all_scalars) {
-      out += json.dump(-1, ' ', false, kReplaceInvalid);  // compact: "[1.5,2,3]"
+    if (all_scalars) {  // compact: "[1.5,2,3]"
+      out += '[';
+      bool first = true;
+      for (const auto& element : json) {
+        if (!first) out += ',';
+        first = false;
+        AppendScalar(element, out);
+      }
+      out += ']';
       return;
     }
     out += "[\n";
@@ -207,7 +250,33 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
     out += "\n" + closing_indent + "]";
     return;
   }
-  out += json.dump(-1, ' ', false, kReplaceInvalid);
+  AppendScalar(json, out);
+}
+
+// nlohmann's dump(indent) (error handler: replace), with AppendScalar's numbers.
+void AppendPretty(const nlohmann::json& json, int indent, int depth, std::string& out) {
+  const bool object = json.is_object();
+  if (!object && !json.is_array()) {
+    AppendScalar(json, out);
+    return;
+  }
+  if (json.empty()) {
+    out += object ? "{}" : "[]";
+    return;
+  }
+  out += object ? "{\n" : "[\n";
+  const std::size_t inner = static_cast<std::size_t>(depth + 1) * static_cast<std::size_t>(indent);
+  bool first = true;
+  for (auto it = json.cbegin(); it != json.cend(); ++it) {
+    if (!first) out += ",\n";
+    first = false;
+    out.append(inner, ' ');
+    if (object) AppendKey<nlohmann::json>(it.key(), out);
+    AppendPretty(it.value(), indent, depth + 1, out);
+  }
+  out += '\n';
+  out.append(static_cast<std::size_t>(depth) * static_cast<std::size_t>(indent), ' ');
+  out += object ? '}' : ']';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -608,6 +677,12 @@ std::string ParseErrorDetail(const nlohmann::json::parse_error& error) {
 }  // namespace
 
 nlohmann::json ToJson(const Report& report) { return BuildJson<nlohmann::json>(report); }
+
+std::string DumpJson(const nlohmann::json& json, int indent) {
+  std::string out;
+  AppendPretty(json, indent, 0, out);
+  return out;
+}
 
 std::string ReportToText(const Report& report) {
   std::string out;

@@ -114,6 +114,72 @@ TEST(ReportJsonTest, ReportToText_LongSeries_IsOneCompactArrayPerSeries) {
   EXPECT_NE(text.find("\"values\": [4194304.0]"), std::string::npos);
 }
 
+// Whole numbers are written without nlohmann's float formatting (DumpJson, ReportToText): the
+// text must be nlohmann's own, byte for byte, for every kind of number and around the bounds of
+// the fast path (10^15, -0.0, fractions, non-finite values).
+nlohmann::json AwkwardValues() {
+  nlohmann::json values = nlohmann::json::array();
+  for (double v : {0.0, -0.0, 1.0, -1.0, 100.0, 4194304.0, 0.5, -2.25, 1e-7, 123.456,
+                   999999999999999.0, -999999999999999.0, 1e15, -1e15, 1e15 + 2, 1e16, 1e300,
+                   9007199254740992.0, 5e-324, std::numeric_limits<double>::quiet_NaN(),
+                   std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                   std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest()}) {
+    values.push_back(v);
+  }
+  values.push_back(std::numeric_limits<std::int64_t>::min());
+  values.push_back(std::numeric_limits<std::uint64_t>::max());
+  values.push_back(-7);
+  values.push_back(0u);
+  values.push_back(true);
+  values.push_back(nullptr);
+  values.push_back("caf\xe9 \"quoted\"\n\x01");
+  return values;
+}
+
+TEST(ReportJsonTest, DumpJson_IsNlohmannsDumpByteForByte) {
+  const auto dump = [](const nlohmann::json& j, int indent) {
+    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  nlohmann::json document = {{"values", AwkwardValues()},
+                             {"empty_array", nlohmann::json::array()},
+                             {"empty_object", nlohmann::json::object()},
+                             {"nested", {{"b", {1.0, {{"c", -0.0}}, nlohmann::json::array()}},
+                                         {"caf\xe9", "key with a bad byte"}}}};
+  for (int indent : {0, 1, 2, 4}) EXPECT_EQ(DumpJson(document, indent), dump(document, indent));
+  // Seeded whole numbers and fractions of every magnitude.
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  nlohmann::json many = nlohmann::json::array();
+  for (int i = 0; i < 20000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int digits = static_cast<int>(state >> 59);  // 0..31
+    double v = std::ldexp(static_cast<double>(state >> 11), -53) * std::pow(10.0, digits - 8);
+    if (i % 2 == 0) v = std::trunc(v);
+    many.push_back(i % 3 == 0 ? -v : v);
+  }
+  EXPECT_EQ(DumpJson(many, 1), dump(many, 1));
+  EXPECT_EQ(DumpJson(nlohmann::json(2.0), 1), "2.0");
+}
+
+TEST(ReportJsonTest, ReportToText_SeriesValues_AreNlohmannsCompactText) {
+  Report report = MakeSampleReport();
+  ASSERT_FALSE(report.workloads.empty());
+  std::vector<double> values;
+  for (const nlohmann::json& v : AwkwardValues()) {
+    if (v.is_number()) values.push_back(v.get<double>());
+  }
+  report.workloads[0].series.push_back({"awkward", "bytes", true, values});
+  nlohmann::json expected = nlohmann::json::array();
+  for (double v : values) {
+    if (std::isfinite(v)) {
+      expected.push_back(v);
+    } else {
+      expected.push_back(nullptr);
+    }
+  }
+  EXPECT_NE(ReportToText(report).find("\"values\": " + expected.dump()), std::string::npos)
+      << expected.dump();
+}
+
 TEST(ReportJsonTest, ReportToText_StartsWithSchemaVersionAndEndsWithNewline) {
   const std::string text = SampleText();
   EXPECT_EQ(
