@@ -1,8 +1,12 @@
 // The program's side of `leakbound watch`: where the injected pieces are, the command, the
 // environment the program runs with, and whether it looks like CUDA (docs/watch.md).
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -119,22 +123,24 @@ std::vector<std::string> ChildEnvironment(const WatchOptions &options, const Wat
 // static cudart dlopens). Interpreters (python3 + torch) do not: for them the
 // device side appears once the injection reports, or with --cuda.
 bool LooksLikeCuda(const fs::path &program) {
-  std::FILE *file = std::fopen(program.c_str(), "rb");
-  if (file == nullptr) return false;
-  constexpr std::size_t kLimit = std::size_t{64} << 20;
-  std::string bytes(std::size_t{1} << 20, '\0');
-  std::string tail;
+  // Searched in a mapping of the file's first 64 MiB (it was read through a buffer copied twice
+  // a megabyte: ~7 ms of the watcher's exit for Debian's python3).
+  const int fd = ::open(program.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  const std::size_t length =
+      regular ? std::min<std::size_t>(static_cast<std::size_t>(st.st_size), std::size_t{64} << 20)
+              : 0;
+  void *const mapped =
+      length > 0 ? ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (mapped == MAP_FAILED) return false;
   bool found = false;
-  for (std::size_t total = 0; !found && total < kLimit;) {
-    const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file);
-    if (got == 0) break;
-    const std::string window = tail + bytes.substr(0, got);
-    found = window.find("libcudart.so") != std::string::npos ||
-            window.find("libcuda.so") != std::string::npos;
-    tail = window.substr(window.size() > 16 ? window.size() - 16 : 0);
-    total += got;
+  for (const char *name : {"libcudart.so", "libcuda.so"}) {
+    found = found || ::memmem(mapped, length, name, std::strlen(name)) != nullptr;
   }
-  std::fclose(file);
+  ::munmap(mapped, length);
   return found;
 }
 
