@@ -679,6 +679,7 @@ std::string ParseErrorDetail(const nlohmann::json::parse_error& error) {
 nlohmann::json ToJson(const Report& report) { return BuildJson<nlohmann::json>(report); }
 
 std::string DumpJson(const nlohmann::json& json, int indent) {
+  if (indent < 0) return json.dump(-1, ' ', false, kReplaceInvalid);
   std::string out;
   AppendPretty(json, indent, 0, out);
   return out;

@@ -145,7 +145,7 @@ TEST(ReportJsonTest, DumpJson_IsNlohmannsDumpByteForByte) {
                              {"empty_object", nlohmann::json::object()},
                              {"nested", {{"b", {1.0, {{"c", -0.0}}, nlohmann::json::array()}},
                                          {"caf\xe9", "key with a bad byte"}}}};
-  for (int indent : {0, 1, 2, 4}) EXPECT_EQ(DumpJson(document, indent), dump(document, indent));
+  for (int indent : {-1, 0, 1, 2, 4}) EXPECT_EQ(DumpJson(document, indent), dump(document, indent));
   // Seeded whole numbers and fractions of every magnitude.
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
   nlohmann::json many = nlohmann::json::array();

@@ -2,7 +2,6 @@
 // environment the program runs with, and whether it looks like CUDA (docs/watch.md).
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "internal.h"
 #include "leakbound/cupti/observer.h"
@@ -123,24 +123,36 @@ std::vector<std::string> ChildEnvironment(const WatchOptions &options, const Wat
 // static cudart dlopens). Interpreters (python3 + torch) do not: for them the
 // device side appears once the injection reports, or with --cuda.
 bool LooksLikeCuda(const fs::path &program) {
-  // Searched in a mapping of the file's first 64 MiB (it was read through a buffer copied twice
-  // a megabyte: ~7 ms of the watcher's exit for Debian's python3).
-  const int fd = ::open(program.c_str(), O_RDONLY | O_CLOEXEC);
+  // The file's first 64 MiB, read a megabyte at a time into one buffer that keeps the last bytes
+  // of the megabyte before (a name may straddle two reads), each searched with memmem. (Through
+  // strings copied twice a megabyte and string::find it was ~7 ms of the watcher's exit for
+  // Debian's python3; a mapping would be faster still, but a file truncated meanwhile, a rebuild
+  // after the run, would raise SIGBUS on its lost pages.)
+  const int fd = ::open(program.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st {};
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
-  const std::size_t length =
-      regular ? std::min<std::size_t>(static_cast<std::size_t>(st.st_size), std::size_t{64} << 20)
-              : 0;
-  void *const mapped =
-      length > 0 ? ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-  ::close(fd);
-  if (mapped == MAP_FAILED) return false;
-  bool found = false;
-  for (const char *name : {"libcudart.so", "libcuda.so"}) {
-    found = found || ::memmem(mapped, length, name, std::strlen(name)) != nullptr;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;
   }
-  ::munmap(mapped, length);
+  constexpr std::size_t kChunk = std::size_t{1} << 20, kLimit = std::size_t{64} << 20;
+  constexpr std::size_t kKeep = 16;  // longer than either name
+  std::vector<char> buffer(kKeep + kChunk);
+  std::size_t kept = 0;
+  bool found = false;
+  for (std::size_t total = 0; !found && total < kLimit;) {
+    const ssize_t got = ::read(fd, buffer.data() + kept, kChunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    const std::size_t length = kept + static_cast<std::size_t>(got);
+    for (const char *name : {"libcudart.so", "libcuda.so"}) {
+      found = found || ::memmem(buffer.data(), length, name, std::strlen(name)) != nullptr;
+    }
+    kept = std::min(kKeep, length);
+    std::memmove(buffer.data(), buffer.data() + length - kept, kept);
+    total += static_cast<std::size_t>(got);
+  }
+  ::close(fd);
   return found;
 }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "leakbound/harness/judge.h"
@@ -254,9 +255,11 @@ int RunWatch(const WatchOptions &options) {
   // program runs, and after it ends the trace and the reports are built and written one after
   // another, each in memory the last one freed; with glibc's defaults every large buffer was a
   // mapping of its own and the heap's top was trimmed at each free, so each was faulted in anew
-  // (a 20,000-step trace: a quarter of the watcher's time after the program ended).
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // (a 20,000-step trace: a quarter of the watcher's time after the program ended). 32 MiB is
+  // the largest mmap threshold every glibc accepts (up to 2.34 it refuses more, and the trim
+  // setting would then pin the threshold at its 128 KiB default); the trim threshold is set only
+  // when the first one took.
+  if (mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1) mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const WatchPaths paths = FindWatchPaths();
   ReportFolder folder(options.out);
   const WatchJob job = RecordProgram(options, paths);
@@ -292,12 +295,12 @@ int RunWatch(const WatchOptions &options) {
     }
     // The site of each row's name (the first site of that name): only the rows' names are
     // looked for (a map of all ~15,000 names of a PyTorch process was ~8 ms of the exit).
-    std::unordered_map<std::string, std::uint32_t> site_of;
+    std::unordered_map<std::string, std::optional<std::uint32_t>> site_of;
     for (const OutstandingSnapshot &snapshot : subject.trace.outstanding) {
-      for (const OutstandingRow &row : snapshot.rows) site_of.emplace(row.op, 0);
+      for (const OutstandingRow &row : snapshot.rows) site_of.emplace(row.op, std::nullopt);
     }
     for (const auto &[site, name] : image.recording.site_names) {
-      if (const auto it = site_of.find(name); it != site_of.end() && it->second == 0) it->second = site;
+      if (const auto it = site_of.find(name); it != site_of.end() && !it->second) it->second = site;
     }
     static const std::vector<std::string> kNone;
     for (OutstandingSnapshot &snapshot : subject.trace.outstanding) {
@@ -308,8 +311,8 @@ int RunWatch(const WatchOptions &options) {
             symbolizer.Attribute(row.op, found == callers.end() ? kNone : *found->second,
                                  line == python.end() ? nullptr : line->second);
         if (const auto site = site_of.find(row.op);
-            site != site_of.end() && site->second != 0 && !subject.stacks.contains(named)) {
-          subject.stacks.emplace(named, FoldedStack(image.recording, site->second, symbolizer));
+            site != site_of.end() && site->second && !subject.stacks.contains(named)) {
+          subject.stacks.emplace(named, FoldedStack(image.recording, *site->second, symbolizer));
         }
         row.op = std::move(named);
       }

@@ -45,8 +45,9 @@ Report LoadReport(const std::filesystem::path& path);
 // The new file gets mode 0644.
 void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents);
 
-// json.dump(indent) with invalid UTF-8 replaced by U+FFFD: the same text, written faster (whole
-// numbers, most of a trace's values, without nlohmann's float formatting).
+// json.dump(indent) with invalid UTF-8 replaced by U+FFFD: the same text for a document without
+// binary values (whose pretty form is not reproduced), written faster (whole numbers, most of a
+// trace's values, without nlohmann's float formatting).
 std::string DumpJson(const nlohmann::json& json, int indent);
 
 // WriteFileAtomically(path, ReportToText(report)).
