@@ -357,8 +357,8 @@ static inline Chunk *FindChunk(uintptr_t key) {
  * its pages are mapped by a write. A page first read (FindChunk's directory load, a record word's
  * check for a stale record) maps the kernel's shared zero page, and the first store after that
  * copies it and flushes the TLB of every CPU that runs one of the program's threads: an
- * inter-processor interrupt per page, which on this machine's virtual CPUs cost `import torch`
- * ~60 ms in ~3,000 such faults (docs/watch.md, "Overhead"). */
+ * inter-processor interrupt per page: ~3,100 such faults in `import torch` under watch, ~45 ms
+ * of it on this machine's virtual CPUs (docs/watch.md, "Overhead"). */
 static void TouchPages(void *table, size_t bytes) {
   for (size_t at = 0; at < bytes; at += 4096) {
     atomic_store_explicit((_Atomic uint32_t *)((char *)table + at), 0, memory_order_relaxed);

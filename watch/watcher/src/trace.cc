@@ -158,7 +158,7 @@ void AddOutstanding(const WatchRecording &recording, const std::vector<int> &cen
     for (const auto &[growth, i] : growing) {
       if (i >= at_end[b].size()) continue;
       const std::uint32_t site = sites[i];
-      const SiteState &it = at_end[b][i];
+      const SiteState &then = at_end[b][i];
       const auto name = recording.site_names.find(site);
       OutstandingRow row;
       row.op = name == recording.site_names.end() ? "site " + std::to_string(site) : name->second;
@@ -166,10 +166,10 @@ void AddOutstanding(const WatchRecording &recording, const std::vector<int> &cen
                  : recording.device_sites.contains(site) ? "device"
                                                          : "heap";
       row.scope = "none";
-      row.bytes = it.bytes;
-      row.allocations = it.allocations;
-      row.oldest_step = it.first_growth;
-      row.newest_step = it.last_growth;
+      row.bytes = then.bytes;
+      row.allocations = then.allocations;
+      row.oldest_step = then.first_growth;
+      row.newest_step = then.last_growth;
       row.census = SiteCensusAt(recording, census_at, ends[b], site);
       snapshot.rows.push_back(std::move(row));
     }
