@@ -98,7 +98,6 @@ static const uint64_t kInlineSizeMax = kLargeField - 1; /* 8,175: larger sizes g
  * mappings of their own until its mmap threshold rises): MapChunk. */
 static const uint64_t kDenseBlockMax = (uint64_t)64 << 10;
 static const uintptr_t kLargeTombstone = 1;
-static const size_t kRegions = (size_t)1 << (kAddressBits - kRegionBits);
 static const size_t kChunksPerRegion = (size_t)1 << (kRegionBits - kChunkBits);
 static const uintptr_t kGranuleMask = ((uintptr_t)1 << kGranuleShift) - 1;
 
@@ -121,6 +120,7 @@ typedef struct LargeEntry {
 
 typedef struct ThreadCounters {
   _Atomic int owned; /* claimed by a live thread (slot 0, the shared one, is never claimed) */
+  uint32_t slot1;    /* 1 + this slot's index, written when claimed: what the hooks return */
   _Atomic int64_t live_bytes;  /* this slot's allocations minus its frees, in bytes */
   _Atomic int64_t peak_bytes;  /* high-water mark of live_bytes since the last reset */
   _Atomic int64_t allocations; /* counted allocations made on this slot */
@@ -135,10 +135,14 @@ typedef struct ThreadCounters {
   _Atomic int64_t freed_blocks[kBooks];
 } __attribute__((aligned(64))) ThreadCounters;
 
-/* One TLS block, so a hook computes the thread pointer offset once. counting is the slot while this
- * thread's allocations are counted, NULL while it is excluded or has no slot yet. */
+/* One TLS block, so a hook computes the thread pointer offset once. counters: the thread's slot
+ * (the shared one past kThreadSlots - 1 threads), NULL until claimed. own: the same when it is the
+ * thread's own, else NULL; counting: own while this thread's allocations are counted, NULL while
+ * it is excluded. So each hook's common path tests one pointer; the shared slot, with its locked
+ * adds, goes the slow way. */
 typedef struct ThreadState {
   ThreadCounters *counting;
+  ThreadCounters *own;
   ThreadCounters *counters;
   int exclude_depth;
 } ThreadState;
@@ -174,20 +178,22 @@ static const char *g_unavailable = "interposer not initialised";
 
 static LB_TLS ThreadState t_state;
 
+/* Slot 0, shared by the threads past kThreadSlots - 1 live ones. */
+static inline int IsShared(const ThreadCounters *c) { return c == &g_threads[0]; }
+
 /* ---- per-thread counters ---------------------------------------------------------------- */
 
 static inline int64_t Load(_Atomic int64_t *field) {
   return atomic_load_explicit(field, memory_order_relaxed);
 }
 
-/* The owner's add: a plain load and store, no lock prefix. */
-static inline void Bump(_Atomic int64_t *field, int64_t delta) {
-  atomic_store_explicit(field, Load(field) + delta, memory_order_relaxed);
-}
+/* The owner's add (heap_core.h): no lock prefix. */
+static inline void Bump(_Atomic int64_t *field, int64_t delta) { LeakboundOwnerAdd(field, delta); }
 
 static void ReleaseThreadCounters(void *slot) {
   ThreadCounters *c = (ThreadCounters *)slot;
   t_state.counters = NULL;
+  t_state.own = NULL;
   t_state.counting = NULL;
   atomic_store_explicit(&c->owned, 0, memory_order_release);
 }
@@ -200,6 +206,7 @@ static __attribute__((noinline)) ThreadCounters *ClaimThreadCounters(void) {
         atomic_compare_exchange_strong_explicit(&g_threads[i].owned, &expected, 1,
                                                 memory_order_acquire, memory_order_relaxed)) {
       claimed = &g_threads[i];
+      claimed->slot1 = (uint32_t)i + 1;
       int used = atomic_load_explicit(&g_threads_used, memory_order_relaxed);
       while (used < i + 1 &&
              !atomic_compare_exchange_weak_explicit(&g_threads_used, &used, i + 1,
@@ -209,6 +216,7 @@ static __attribute__((noinline)) ThreadCounters *ClaimThreadCounters(void) {
     }
   }
   t_state.counters = claimed;
+  t_state.own = IsShared(claimed) ? NULL : claimed;
   /* Released at thread exit. A key below PTHREAD_KEY_2NDLEVEL_SIZE needs no allocation; if glibc
    * ever did allocate here, the nested malloc is excluded. */
   if (claimed != &g_threads[0] &&
@@ -217,7 +225,7 @@ static __attribute__((noinline)) ThreadCounters *ClaimThreadCounters(void) {
     pthread_setspecific(g_release_key, claimed);
     --t_state.exclude_depth;
   }
-  if (t_state.exclude_depth == 0) t_state.counting = claimed;
+  if (t_state.exclude_depth == 0) t_state.counting = t_state.own;
   return claimed;
 }
 
@@ -232,10 +240,9 @@ static __attribute__((noinline)) ThreadCounters *CountingCountersSlow(void) {
   if (t_state.exclude_depth > 0 || atomic_load_explicit(&g_paused, memory_order_relaxed)) {
     return NULL;
   }
-  if (t_state.counting == NULL) {
-    t_state.counting = t_state.counters ? t_state.counters : ClaimThreadCounters();
-  }
-  return t_state.counting;
+  ThreadCounters *c = t_state.counters ? t_state.counters : ClaimThreadCounters();
+  t_state.counting = t_state.own;
+  return c;
 }
 
 static inline ThreadCounters *CountingCounters(void) {
@@ -246,8 +253,6 @@ static inline ThreadCounters *CountingCounters(void) {
   return c;
 }
 
-/* Slot 0, shared by the threads past kThreadSlots - 1 live ones. */
-static inline int IsShared(const ThreadCounters *c) { return c == &g_threads[0]; }
 
 /* A record's birth stamp is the census clock's low 16 bits when it was allocated: the census
  * generation (bits 8..15) and the cohort (bits 0..7). A block of an earlier census (another
@@ -295,11 +300,7 @@ static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64
 
 /* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
  * larger value, so it never undoes a reset except with a value live at the reset itself. */
-static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
-  if (LB_UNLIKELY(IsShared(c))) {
-    CountSharedAllocated(c, size, book);
-    return;
-  }
+static inline void CountOwnAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
   Bump(&c->born_bytes[book], (int64_t)size);
   Bump(&c->born_blocks[book], 1);
   int64_t live = Load(&c->live_bytes) + (int64_t)size;
@@ -310,15 +311,27 @@ static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned boo
   Bump(&c->total_bytes, (int64_t)size);
 }
 
+static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
+  if (LB_UNLIKELY(IsShared(c))) {
+    CountSharedAllocated(c, size, book);
+    return;
+  }
+  CountOwnAllocated(c, size, book);
+}
+
+static inline void CountOwnFreed(ThreadCounters *c, uint64_t size, unsigned book) {
+  Bump(&c->freed_bytes[book], (int64_t)size);
+  Bump(&c->freed_blocks[book], 1);
+  Bump(&c->live_bytes, -(int64_t)size);
+  Bump(&c->frees, 1);
+}
+
 static inline void CountFreed(ThreadCounters *c, uint64_t size, unsigned book) {
   if (LB_UNLIKELY(IsShared(c))) {
     CountSharedFreed(c, size, book);
     return;
   }
-  Bump(&c->freed_bytes[book], (int64_t)size);
-  Bump(&c->freed_blocks[book], 1);
-  Bump(&c->live_bytes, -(int64_t)size);
-  Bump(&c->frees, 1);
+  CountOwnFreed(c, size, book);
 }
 
 static __attribute__((noinline)) void CountUntracked(ThreadCounters *c) {
@@ -337,6 +350,11 @@ static void *MapTable(size_t bytes) {
 }
 
 static inline size_t RegionOf(uintptr_t key) { return key >> kRegionBits; }
+
+/* A key no block of malloc's can have: at or above 2^47, or not 8-byte aligned. One test. */
+static inline int BadKey(uintptr_t key) {
+  return (key & (~(((uintptr_t)1 << kAddressBits) - 1) | 7)) != 0;
+}
 
 static inline size_t ChunkOf(uintptr_t key) {
   return (key >> kChunkBits) & (kChunksPerRegion - 1);
@@ -506,7 +524,7 @@ static inline void StoreSite(Chunk *chunk, size_t i, uint32_t site) {
  * sites never reads their array) and birth stamp; 0 when key was not recorded (no record,
  * another block's, or an address no block of malloc's can have). */
 static inline int RecordTake(uintptr_t key, uint64_t *size, uint32_t *site, unsigned *epoch) {
-  if (LB_UNLIKELY(RegionOf(key) >= kRegions || (key & 7) != 0)) return 0;
+  if (LB_UNLIKELY(BadKey(key))) return 0;
   Chunk *chunk = FindChunk(key);
   if (LB_UNLIKELY(chunk == NULL)) return 0;
   const size_t i = RecordIndex(key);
@@ -526,7 +544,7 @@ static inline int RecordTake(uintptr_t key, uint64_t *size, uint32_t *site, unsi
  * stale (two live blocks never share a granule): its size leaves c's books. */
 static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uint32_t site,
                             unsigned epoch, uint64_t clock) {
-  if (LB_UNLIKELY(RegionOf(key) >= kRegions || (key & 7) != 0)) return 0;
+  if (LB_UNLIKELY(BadKey(key))) return 0;
   Chunk *chunk = FindChunk(key);
   if (LB_UNLIKELY(chunk == NULL) && (chunk = MapChunk(key, size)) == NULL) return 0;
   const size_t i = RecordIndex(key);
@@ -565,18 +583,17 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
   }
   CountAllocated(c, size, BirthBook(clock));
   *stamp = CurrentEpoch(clock);
-  return 1 + (int)(c - g_threads);
+  return IsShared(c) ? 1 : (int)c->slot1;
 }
 
-/* The common path: a counting thread with its own slot, a mapped region, an empty record. The
- * census clock is read once and its low 16 bits are the block's birth stamp (*stamp). */
-static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsigned *stamp) {
-  ThreadCounters *c = t_state.counting;
+/* The common path: a counting thread with its own slot, a mapped region, an empty record; all or
+ * nothing (0: nothing done, the caller takes OnAllocSlow; 1: done, *slot is the thread's slot + 1).
+ * The census clock is read once and its low 16 bits are the block's birth stamp (*stamp). */
+static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, unsigned *stamp,
+                              int *slot) {
+  ThreadCounters *c = t_state.counting; /* NULL: excluded, no slot yet, or the shared slot */
   const uintptr_t key = (uintptr_t)block;
-  const size_t region = RegionOf(key);
-  if (LB_LIKELY(c != NULL && !IsShared(c) && size <= kInlineSizeMax && site <= kSiteMax &&
-                (key & 7) == 0 &&
-                region < kRegions &&
+  if (LB_LIKELY(c != NULL && size <= kInlineSizeMax && site <= kSiteMax && !BadKey(key) &&
                 !atomic_load_explicit(&g_paused, memory_order_relaxed))) {
     Chunk *chunk = FindChunk(key);
     if (LB_LIKELY(chunk != NULL)) {
@@ -586,13 +603,26 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsig
         if (site != 0) StoreSite(chunk, i, site);
         atomic_store_explicit(&chunk->word[i], Pack(key, (uint32_t)size, CurrentEpoch(clock)),
                               memory_order_relaxed);
-        CountAllocated(c, size, BirthBook(clock));
+        CountOwnAllocated(c, size, BirthBook(clock));
         *stamp = CurrentEpoch(clock);
-        return 1 + (int)(c - g_threads);
+        *slot = (int)c->slot1;
+        return 1;
       }
     }
   }
-  return OnAllocSlow(block, size, site, stamp);
+  return 0;
+}
+
+static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsigned *stamp) {
+  int slot;
+  return LB_LIKELY(OnAllocFast(block, size, site, stamp, &slot))
+             ? slot
+             : OnAllocSlow(block, size, site, stamp);
+}
+
+int LeakboundHeapOnAllocFast(const void *block, uint64_t size, uint32_t site, unsigned *stamp) {
+  int slot;
+  return OnAllocFast(block, size, site, stamp, &slot) ? slot : 0;
 }
 
 int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
@@ -607,7 +637,10 @@ int LeakboundHeapOnAllocStamped(const void *block, uint64_t size, uint32_t site,
 
 void LeakboundHeapOnAlloc(const void *block, uint64_t size) {
   unsigned stamp;
-  (void)OnAlloc(block, size, 0, &stamp);
+  int slot;
+  if (LB_UNLIKELY(!OnAllocFast(block, size, 0, &stamp, &slot))) {
+    (void)OnAllocSlow(block, size, 0, &stamp);
+  }
 }
 
 unsigned LeakboundHeapEpochNow(void) {
@@ -623,20 +656,32 @@ static __attribute__((noinline)) void OnFreeSlow(uint64_t size, unsigned epoch) 
   CountTakenFreed(Counters(), size, epoch);
 }
 
-void LeakboundHeapOnFree(const void *block) {
+/* OnFree once a site was stored (blocks recorded with call sites before the watch preload turned
+ * them off): their sites are cleared with them (a slot must not outlive its block). */
+static __attribute__((noinline)) void OnFreeClearingSites(const void *block) {
   uint64_t size;
   uint32_t site;
   unsigned epoch;
-  /* Without a site read unless one was ever stored (blocks recorded with call sites before the
-   * watch preload turned them off): the slot must not outlive its block. */
-  uint32_t *site_out = atomic_load_explicit(&g_sites_stored, memory_order_relaxed) ? &site : NULL;
-  if (RecordTake((uintptr_t)block, &size, site_out, &epoch)) {
-    ThreadCounters *c = t_state.counters;
-    if (LB_UNLIKELY(c == NULL || IsShared(c))) {
+  if (RecordTake((uintptr_t)block, &size, &site, &epoch)) {
+    CountTakenFreed(Counters(), size, epoch);
+  }
+}
+
+void LeakboundHeapOnFree(const void *block) {
+  uint64_t size;
+  unsigned epoch;
+  if (LB_UNLIKELY(atomic_load_explicit(&g_sites_stored, memory_order_relaxed))) {
+    OnFreeClearingSites(block);
+    return;
+  }
+  if (RecordTake((uintptr_t)block, &size, NULL, &epoch)) {
+    ThreadCounters *c = t_state.own;
+    if (LB_UNLIKELY(c == NULL)) {
       OnFreeSlow(size, epoch); /* a thread's first free, or the shared slot */
       return;
     }
-    CountTakenFreed(c, size, epoch);
+    const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+    CountOwnFreed(c, size, Book(clock, CohortOf(clock, epoch)));
   }
 }
 
@@ -648,9 +693,32 @@ LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
     taken.found = 1;
     ThreadCounters *c = Counters();
     CountTakenFreed(c, taken.size, taken.epoch);
-    taken.slot = IsShared(c) ? 0 : 1 + (uint32_t)(c - g_threads);
+    taken.slot = IsShared(c) ? 0 : c->slot1;
   }
   return taken;
+}
+
+int LeakboundHeapOnFreeFast(const void *block, LeakboundHeapTaken *taken) {
+  const uintptr_t key = (uintptr_t)block;
+  ThreadCounters *c = t_state.own;
+  if (LB_UNLIKELY(c == NULL || BadKey(key))) return -1;
+  Chunk *chunk = FindChunk(key);
+  if (LB_UNLIKELY(chunk == NULL)) return 0;
+  const size_t i = RecordIndex(key);
+  const uint32_t word = atomic_load_explicit(&chunk->word[i], memory_order_relaxed);
+  if (word == kEmpty || ((word >> kOffsetShift) & 3) != OffsetField(key)) return 0;
+  const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
+  if (LB_UNLIKELY(field >= (uint32_t)kLargeField)) return -1;
+  atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
+  taken->site = atomic_load_explicit(&chunk->site[i], memory_order_relaxed);
+  if (taken->site != 0) atomic_store_explicit(&chunk->site[i], 0, memory_order_relaxed);
+  taken->found = 1;
+  taken->size = field;
+  taken->epoch = StampOf(word);
+  taken->slot = c->slot1;
+  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+  CountOwnFreed(c, field, Book(clock, CohortOf(clock, taken->epoch)));
+  return 1;
 }
 
 int LeakboundHeapSlotsUsed(void) {
@@ -681,7 +749,7 @@ uint32_t LeakboundHeapForgetTaken(LeakboundHeapTaken taken) {
   if (!taken.found) return 0;
   ThreadCounters *c = Counters();
   CountTakenFreed(c, taken.size, taken.epoch);
-  return IsShared(c) ? 0 : 1 + (uint32_t)(c - g_threads);
+  return IsShared(c) ? 0 : c->slot1;
 }
 
 void LeakboundHeapSetFrontEnd(const char *mode, const char *unavailable) {
@@ -744,7 +812,7 @@ void leakbound_heap_exclude_begin(void) {
 
 void leakbound_heap_exclude_end(void) {
   if (t_state.exclude_depth > 0 && --t_state.exclude_depth == 0) {
-    t_state.counting = t_state.counters;
+    t_state.counting = t_state.own;
   }
 }
 

@@ -14,6 +14,23 @@ extern "C" {
 
 #define LEAKBOUND_HEAP_HIDDEN __attribute__((visibility("hidden")))
 
+#ifndef __cplusplus
+#include <stdatomic.h>
+
+/* The owner's add to a counter only its thread writes (others read it with atomic loads): a plain
+ * read-modify-write, no lock prefix; one `add` to memory on x86-64, where a relaxed atomic load
+ * and store compile to three instructions. ThreadSanitizer builds keep the atomic load and store,
+ * which it can see. */
+static inline void LeakboundOwnerAdd(_Atomic int64_t* field, int64_t delta) {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+  __asm__("addq %1, %0" : "+m"(*(int64_t*)field) : "er"(delta));
+#else
+  atomic_store_explicit(field, atomic_load_explicit(field, memory_order_relaxed) + delta,
+                        memory_order_relaxed);
+#endif
+}
+#endif
+
 /* glibc's own entry points, which the interposing front ends (interpose_glibc.c, the watch
  * preload's front_end.c) forward to: exported by libc, so no dlsym bootstrap is needed. */
 extern void *__libc_malloc(size_t size);
@@ -51,6 +68,16 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocAt(const void* block, uint64_t siz
  * back at the free. For books by birth cohort kept beside the core's (the call-site census). */
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocStamped(const void* block, uint64_t size,
                                                       uint32_t site, unsigned* stamp);
+/* The common paths of OnAllocStamped and OnFreeTaken, all or nothing, for a front end that keeps
+ * books of its own beside them (inlined into it by link-time optimisation). OnAllocFast: the
+ * thread counts on a slot of its own, the block's record is free in a mapped chunk, its size fits
+ * a record: records and counts it and returns what OnAllocStamped would (slot + 1, *stamp); else
+ * does nothing and returns 0. OnFreeFast: 1 when it took the block's record (*taken as
+ * OnFreeTaken fills it), 0 when the block was not recorded (nothing to do), -1 when it did
+ * nothing (no slot of the thread's own, a large block: the caller takes OnFreeTaken). */
+LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocFast(const void* block, uint64_t size, uint32_t site,
+                                                   unsigned* stamp);
+LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnFreeFast(const void* block, LeakboundHeapTaken* taken);
 /* The stamp a block allocated now would get (the census clock's generation and cohort). */
 LEAKBOUND_HEAP_HIDDEN unsigned LeakboundHeapEpochNow(void);
 /* A block about to be handed back to the allocator (call BEFORE the real free: once freed, the

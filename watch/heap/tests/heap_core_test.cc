@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -250,6 +251,89 @@ TEST(HeapCoreTest, BlockFreedOnAnotherThread_LeavesTheSumExact) {
   const leakbound_heap_stats after = Read();
   EXPECT_EQ(after.live_bytes, start.live_bytes);
   EXPECT_EQ(after.live_allocations, start.live_allocations);
+}
+
+// The front end's common paths (the watch preload with call sites): all or nothing, and what
+// they do is what the general paths do.
+TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
+  const leakbound_heap_stats start = Read();
+  const void *block = Address(30, 0);
+  unsigned stamp = 0;
+  int slot = 0;
+  // A thread's first allocation claims its slot on the general path.
+  ASSERT_GE(LeakboundHeapOnAllocAt(Address(30, 0x100), 8, 0), 2);
+  slot = LeakboundHeapOnAllocFast(block, 40, 77, &stamp);
+  ASSERT_GE(slot, 2);
+  EXPECT_EQ(stamp, LeakboundHeapEpochNow());
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 48u);
+  // The record is taken: the general path takes it as the fast one made it.
+  LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
+  EXPECT_EQ(taken.found, 1);
+  EXPECT_EQ(taken.size, 40u);
+  EXPECT_EQ(taken.site, 77u);
+  EXPECT_EQ(taken.slot, static_cast<uint32_t>(slot));
+  // And the reverse; a second free finds nothing (0: done, nothing to take).
+  ASSERT_EQ(LeakboundHeapOnAllocAt(block, 24, 78), slot);
+  LeakboundHeapTaken fast{};
+  EXPECT_EQ(LeakboundHeapOnFreeFast(block, &fast), 1);
+  EXPECT_EQ(fast.size, 24u);
+  EXPECT_EQ(fast.site, 78u);
+  EXPECT_EQ(fast.slot, static_cast<uint32_t>(slot));
+  EXPECT_EQ(LeakboundHeapOnFreeFast(block, &fast), 0);
+  // A record still set (a free that bypassed the hooks) and a large block: nothing done.
+  ASSERT_NE(LeakboundHeapOnAllocAt(block, 16, 0), 0);
+  EXPECT_EQ(LeakboundHeapOnAllocFast(block, 16, 0, &stamp), 0);
+  EXPECT_EQ(LeakboundHeapOnAllocFast(Address(30, 0x200), 100000, 0, &stamp), 0);
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(30, 0x200), 100000, 0), 0);
+  EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, 0x200), &fast), -1);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(30, 0x200)).size, 100000u);
+  LeakboundHeapOnFree(block);
+  LeakboundHeapOnFree(Address(30, 0x100));
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.live_bytes, start.live_bytes);
+  EXPECT_EQ(after.live_allocations, start.live_allocations);
+}
+
+// Past 1,023 live threads, the rest share slot 0 (locked adds): the fast paths leave those to the
+// general ones, and the sums stay exact.
+TEST(HeapCoreTest, ThreadsPastTheSlots_ShareSlotZero_AndTheSumsStayExact) {
+  const leakbound_heap_stats start = Read();
+  constexpr int kThreads = LEAKBOUND_HEAP_SLOTS + 16;
+  std::atomic<int> started{0}, shared{0}, fast_refused{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      const void *block = Address(31, static_cast<uintptr_t>(i) * 64);
+      const int slot = LeakboundHeapOnAllocAt(block, 8, 5);
+      ++started;
+      while (!go.load()) std::this_thread::yield();  // every slot is held at once
+      if (slot == 1) {
+        ++shared;
+        unsigned stamp;
+        LeakboundHeapTaken taken{};
+        if (LeakboundHeapOnAllocFast(Address(32, static_cast<uintptr_t>(i) * 64), 8, 5, &stamp) ==
+                0 &&
+            LeakboundHeapOnFreeFast(block, &taken) == -1) {
+          ++fast_refused;
+        }
+      }
+      const LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
+      EXPECT_EQ(taken.found, 1);
+      EXPECT_EQ(taken.size, 8u);
+      EXPECT_EQ(taken.slot, slot == 1 ? 0u : static_cast<uint32_t>(slot));
+    });
+  }
+  while (started.load() < kThreads) std::this_thread::yield();
+  go = true;
+  for (std::thread &t : threads) t.join();
+  EXPECT_GE(shared.load(), 16);
+  EXPECT_EQ(fast_refused.load(), shared.load());
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.live_bytes, start.live_bytes);
+  EXPECT_EQ(after.live_allocations, start.live_allocations);
+  EXPECT_EQ(after.total_allocations - start.total_allocations, static_cast<uint64_t>(kThreads));
 }
 
 }  // namespace

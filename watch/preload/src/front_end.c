@@ -33,7 +33,7 @@ static __attribute__((noinline)) void CountedAtSite(void* block, uint64_t size, 
 
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
   if (__builtin_expect(g_leakbound_sites_on, 1)) {
-    CountedAtSite(block, size, pc);
+    if (!LeakboundSiteCountedFast(block, size, pc)) CountedAtSite(block, size, pc);
   } else {
     LeakboundHeapOnAlloc(block, size);
   }
@@ -55,7 +55,7 @@ static __attribute__((noinline)) void UncountedAtSite(void* block) {
 
 static inline void Uncounted(void* block) {
   if (__builtin_expect(g_leakbound_sites_on, 1)) {
-    UncountedAtSite(block);
+    if (!LeakboundSiteUncountedFast(block)) UncountedAtSite(block);
   } else {
     LeakboundHeapOnFree(block);
   }
@@ -88,9 +88,15 @@ static void* MemalignAt(size_t alignment, size_t size, uintptr_t pc) {
   return block;
 }
 
-LB_EXPORT void* malloc(size_t size) { return MallocAt(size, PC()); }
+/* The return address is read after the real malloc (from the frame, where it stays), so that
+ * no register holds it across the call. */
+LB_EXPORT __attribute__((flatten)) void* malloc(size_t size) {
+  void* block = __libc_malloc(size);
+  if (__builtin_expect(block != NULL, 1)) Counted(block, size, PC());
+  return block;
+}
 
-LB_EXPORT void free(void* block) {
+LB_EXPORT __attribute__((flatten)) void free(void* block) {
   if (!block) return;
   Uncounted(block);
   __libc_free(block);

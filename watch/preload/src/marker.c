@@ -377,7 +377,7 @@ static void Mark(leakbound_watch_kind kind) {
 
 /* Called by the allocation hooks when the job's clock moved (preload_internal.h): a sample now,
  * unless this thread is inside the preload or another thread is sampling. */
-LB_HIDDEN void LeakboundJobClockSample(void) {
+LB_HIDDEN __attribute__((noinline, cold)) void LeakboundJobClockSample(void) {
   if (leakbound_heap_excluded() || !Followed()) return;
   const _Atomic uint64_t *clock = atomic_load(&g_leakbound_job_clock);
   if (!clock) return;

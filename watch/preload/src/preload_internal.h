@@ -12,7 +12,10 @@
 #define LB_HIDDEN __attribute__((visibility("hidden")))
 #define LB_EXPORT __attribute__((visibility("default")))
 
-/* 1 when call sites are recorded (LEAKBOUND_WATCH_SITES != "0"); set before main. */
+/* 1 when call sites are recorded (LEAKBOUND_WATCH_SITES != "0"); set by the preload's
+ * constructor, before main. 0 until then: what libc and the libraries initialised before this
+ * one allocate has no call site, so that a run without call sites never stores one (its frees
+ * then never read the sites' array: heap_core.c, g_sites_stored). */
 extern LB_HIDDEN int g_leakbound_sites_on;
 
 /* Site id (1-based, fits the core's 16-bit slot) of an allocation made from pc. When the table
@@ -32,6 +35,14 @@ LB_HIDDEN void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int
                                   unsigned stamp, uintptr_t pc);
 LB_HIDDEN void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
                                  unsigned stamp);
+/* The hooks' common paths with call sites on (sites.c, inlined into front_end.c by link-time
+ * optimisation): a site already in its first probe's slot, a block the core's fast path takes
+ * (heap_core.h, LeakboundHeapOnAllocFast / OnFreeFast), books as LeakboundSiteAlloc / Free keep
+ * them. CountedFast: 1 when the block was recorded and booked, 0 when nothing was done (the
+ * general path follows). UncountedFast: 1 when done (taken and booked, or not recorded), 0 when
+ * nothing was done. */
+LB_HIDDEN int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc);
+LB_HIDDEN int LeakboundSiteUncountedFast(void* block);
 
 /* Reporting side (the marker, never a hook): visits every site whose survivors changed since
  * the previous visit; first_time is 1 the first time a site is visited. Not thread-safe: the

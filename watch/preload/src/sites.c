@@ -53,7 +53,7 @@ typedef struct CensusDelta {
 } CensusDelta;
 static CensusDelta g_census_deltas[LEAKBOUND_HEAP_SLOTS][LEAKBOUND_WATCH_SITE_CENSUSES];
 
-LB_HIDDEN int g_leakbound_sites_on = 1;
+LB_HIDDEN int g_leakbound_sites_on = 0;
 LB_HIDDEN Site g_sites[kSiteSlots];
 LB_HIDDEN SiteCold g_cold[kSiteSlots];
 LB_HIDDEN _Atomic int g_sites_waiting;
@@ -70,12 +70,12 @@ static _Atomic uint32_t g_claimed_count;
  * slot's entry for it, summed by the marker: exact whenever the threads are quiet (a thread
  * folding an entry in that instant is counted once too few, until the next marker). The shared
  * slot (past 1,023 threads) adds to the site with atomics. */
-enum { kDeltaBits = 9 }; /* 512 entries a thread, 12 KiB */
+enum { kDeltaBits = 9 }; /* 512 entries a thread, 16 KiB */
 typedef struct SiteDelta {
   _Atomic uint32_t site; /* 1-based; 0: empty */
   _Atomic int64_t bytes;
   _Atomic int64_t allocations;
-} SiteDelta;
+} __attribute__((aligned(32))) SiteDelta; /* 32 bytes: an entry's place is a shift, not a multiply */
 static SiteDelta g_deltas[LEAKBOUND_HEAP_SLOTS][1 << kDeltaBits];
 
 /* What changed since the last visit, so that a marker visits those sites only (it walked every
@@ -216,6 +216,9 @@ static __attribute__((noinline)) void Claim(SiteDelta* d, uint32_t slot, uint32_
   atomic_store_explicit(&d->site, site, memory_order_relaxed);
 }
 
+/* The owner's add, as the heap core's (heap_core.h). */
+static inline void AddRelaxed(_Atomic int64_t* field, int64_t by) { LeakboundOwnerAdd(field, by); }
+
 /* Adds to site's books on the thread of core slot `slot` (LeakboundHeapOnAllocAt's value). */
 static inline void Book(uint32_t slot, uint32_t site, int64_t bytes, int64_t count) {
   if (__builtin_expect(slot <= 1 || slot > LEAKBOUND_HEAP_SLOTS, 0)) {
@@ -229,14 +232,10 @@ static inline void Book(uint32_t slot, uint32_t site, int64_t bytes, int64_t cou
   if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site, 0)) {
     Claim(d, slot, site);
   }
-  atomic_store_explicit(&d->bytes, LoadRelaxed(&d->bytes) + bytes, memory_order_relaxed);
-  atomic_store_explicit(&d->allocations, LoadRelaxed(&d->allocations) + count,
-                        memory_order_relaxed);
+  AddRelaxed(&d->bytes, bytes);
+  AddRelaxed(&d->allocations, count);
 }
 
-static inline void AddRelaxed(_Atomic int64_t* field, int64_t by) {
-  atomic_store_explicit(field, LoadRelaxed(field) + by, memory_order_relaxed);
-}
 
 /* Moves a thread's census entry to key: what it held goes into its census first (when the entry
  * is of that census's epoch: an entry of a census since forgotten is the parent's, or an earlier
@@ -298,8 +297,8 @@ static __attribute__((noinline)) void CensusBook(uint32_t slot, uint32_t census,
   }
 }
 
-void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes,
-                        unsigned stamp, uintptr_t pc) {
+__attribute__((noinline)) void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block,
+                                                  int64_t bytes, unsigned stamp, uintptr_t pc) {
   if (site == 0 || site > kSiteSlots) return;
   Book(slot, site, bytes, 1);
   Site* s = &g_sites[site - 1];
@@ -317,8 +316,8 @@ void LeakboundSiteAlloc(uint32_t site, uint32_t slot, void* block, int64_t bytes
   }
 }
 
-void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
-                       unsigned stamp) {
+__attribute__((noinline)) void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block,
+                                                 int64_t bytes, unsigned stamp) {
   if (site == 0 || site > kSiteSlots) return;
   Book(slot, site, -bytes, -1);
   Site* s = &g_sites[site - 1];
@@ -327,6 +326,54 @@ void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int64_t bytes,
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 0);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
   if (__builtin_expect(state == kSampling || state == kSampled, 0)) LeakboundSampleFreed(site - 1, block);
+}
+
+/* The common path of a heap block's site books: the thread's entry holds the site, and the site
+ * has no census and is not asked for callers or samples (LeakboundSiteAlloc / Free otherwise).
+ * slot: a slot of the thread's own (>= 2), as the core's fast paths give it. */
+static inline int SiteQuiet(const Site* s) {
+  /* Before the census's load, as LeakboundSiteAlloc's fence. */
+  atomic_thread_fence(memory_order_acquire);
+  return (atomic_load_explicit(&s->census, memory_order_acquire) |
+          (uint32_t)atomic_load_explicit(&s->frames_state, memory_order_relaxed)) == 0;
+}
+
+int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc) {
+  /* The site's first probe only (the table's other slots: LeakboundSiteFor). */
+  const size_t at = (size_t)(((uint64_t)pc * 0x9E3779B97F4A7C15ull) >> (64 - kSiteBits));
+  if (__builtin_expect(atomic_load_explicit(&g_sites[at].pc, memory_order_relaxed) != pc, 0)) {
+    return 0;
+  }
+  const uint32_t site = (uint32_t)at + 1;
+  unsigned stamp;
+  const int slot = LeakboundHeapOnAllocFast(block, size, site, &stamp);
+  if (__builtin_expect(slot == 0, 0)) return 0;
+  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
+  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
+                           SiteQuiet(&g_sites[at]), 1)) {
+    AddRelaxed(&d->bytes, (int64_t)size);
+    AddRelaxed(&d->allocations, 1);
+  } else {
+    LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
+  }
+  return 1;
+}
+
+int LeakboundSiteUncountedFast(void* block) {
+  LeakboundHeapTaken taken;
+  const int took = LeakboundHeapOnFreeFast(block, &taken);
+  if (took <= 0) return took + 1;
+  const uint32_t site = taken.site;
+  if (site == 0 || site > kSiteSlots) return 1;
+  SiteDelta* d = &g_deltas[taken.slot - 1][site & ((1u << kDeltaBits) - 1)];
+  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
+                           SiteQuiet(&g_sites[site - 1]), 1)) {
+    AddRelaxed(&d->bytes, -(int64_t)taken.size);
+    AddRelaxed(&d->allocations, -1);
+  } else {
+    LeakboundSiteFree(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
+  }
+  return 1;
 }
 
 void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t blocks,
