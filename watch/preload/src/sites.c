@@ -328,14 +328,36 @@ __attribute__((noinline)) void LeakboundSiteFree(uint32_t site, uint32_t slot, v
   if (__builtin_expect(state == kSampling || state == kSampled, 0)) LeakboundSampleFreed(site - 1, block);
 }
 
-/* The common path of a heap block's site books: the thread's entry holds the site, and the site
- * has no census and is not asked for callers or samples (LeakboundSiteAlloc / Free otherwise).
- * slot: a slot of the thread's own (>= 2), as the core's fast paths give it. */
-static inline int SiteQuiet(const Site* s) {
+/* The common paths of a heap block's site books (LeakboundSiteAlloc / Free otherwise), all checked
+ * before anything is written: the thread's entry holds the site; the site is not taking callers
+ * or samples from this block (alloc: not kFramesWanted or kSampling; free: not kSampling or
+ * kSampled); and when it has a census, the block needs none of its entries (born before it
+ * began, in another generation, past the last cohort) or the thread's census entry holds the
+ * block's cohort (CensusBook's own common case). slot: a slot of the thread's own (>= 2), as the
+ * core's fast paths give it. *entry: the census entry to book into, or NULL. */
+static inline int SiteBooksReady(const Site* s, uint32_t slot, unsigned stamp, int born,
+                                 CensusDelta** entry) {
   /* Before the census's load, as LeakboundSiteAlloc's fence. */
   atomic_thread_fence(memory_order_acquire);
-  return (atomic_load_explicit(&s->census, memory_order_acquire) |
-          (uint32_t)atomic_load_explicit(&s->frames_state, memory_order_relaxed)) == 0;
+  const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
+  const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
+  *entry = NULL;
+  if (__builtin_expect((census | (uint32_t)state) == 0, 1)) return 1;
+  if (born ? (state == kFramesWanted || state == kSampling)
+           : (state == kSampling || state == kSampled)) {
+    return 0;
+  }
+  if (census == 0) return 1;
+  const SiteCensus* c = &g_site_census[census - 1];
+  const unsigned cohort = stamp & 0xff;
+  if (((stamp >> 8) & 0xff) != c->generation || cohort < c->first ||
+      cohort >= LEAKBOUND_HEAP_COHORTS) {
+    return 1; /* CensusBook books nothing */
+  }
+  CensusDelta* d = &g_census_deltas[slot - 1][census - 1];
+  if (atomic_load_explicit(&d->key, memory_order_relaxed) != ((c->epoch << 8) | cohort)) return 0;
+  *entry = d;
+  return 1;
 }
 
 int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc) {
@@ -349,10 +371,15 @@ int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc) {
   const int slot = LeakboundHeapOnAllocFast(block, size, site, &stamp);
   if (__builtin_expect(slot == 0, 0)) return 0;
   SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
+  CensusDelta* entry;
   if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
-                           SiteQuiet(&g_sites[at]), 1)) {
+                           SiteBooksReady(&g_sites[at], (uint32_t)slot, stamp, 1, &entry), 1)) {
     AddRelaxed(&d->bytes, (int64_t)size);
     AddRelaxed(&d->allocations, 1);
+    if (entry) {
+      AddRelaxed(&entry->born_bytes, (int64_t)size);
+      AddRelaxed(&entry->born_blocks, 1);
+    }
   } else {
     LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
   }
@@ -366,10 +393,16 @@ int LeakboundSiteUncountedFast(void* block) {
   const uint32_t site = taken.site;
   if (site == 0 || site > kSiteSlots) return 1;
   SiteDelta* d = &g_deltas[taken.slot - 1][site & ((1u << kDeltaBits) - 1)];
+  CensusDelta* entry;
   if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
-                           SiteQuiet(&g_sites[site - 1]), 1)) {
+                           SiteBooksReady(&g_sites[site - 1], taken.slot, taken.epoch, 0, &entry),
+                       1)) {
     AddRelaxed(&d->bytes, -(int64_t)taken.size);
     AddRelaxed(&d->allocations, -1);
+    if (entry) {
+      AddRelaxed(&entry->freed_bytes, (int64_t)taken.size);
+      AddRelaxed(&entry->freed_blocks, 1);
+    }
   } else {
     LeakboundSiteFree(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
   }
