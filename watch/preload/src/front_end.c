@@ -102,13 +102,15 @@ LB_EXPORT __attribute__((flatten)) void free(void* block) {
   __libc_free(block);
 }
 
-LB_EXPORT void* calloc(size_t count, size_t size) {
+LB_EXPORT __attribute__((flatten)) void* calloc(size_t count, size_t size) {
   void* block = __libc_calloc(count, size);
   if (block) Counted(block, (uint64_t)count * size, PC());
   return block;
 }
 
-LB_EXPORT void* realloc(void* block, size_t size) { return ReallocAt(block, size, PC()); }
+LB_EXPORT __attribute__((flatten)) void* realloc(void* block, size_t size) {
+  return ReallocAt(block, size, PC());
+}
 
 LB_EXPORT void* reallocarray(void* block, size_t count, size_t size) {
   size_t bytes;
@@ -171,9 +173,9 @@ static _Atomic int g_operators_resolved;
  * of operator delete, the symbol resolves to the executable's PLT stub, which leads back here. */
 static __thread int t_in_program_delete;
 
-static void ResolveProgramOperators(void);
+static __attribute__((noinline, cold)) void ResolveProgramOperators(void);
 
-static void* RealNew(const char* name, size_t size) {
+static __attribute__((noinline, cold)) void* RealNew(const char* name, size_t size) {
   NewFn real = (NewFn)dlsym(RTLD_NEXT, name);
   return real ? real(size) : NULL;
 }
@@ -193,19 +195,19 @@ static void DeleteOf(void* block) {
     __libc_free(block);
   }
 }
-LB_EXPORT void* _Znwm(size_t size) { return NewAt("_Znwm", size, PC()); }
+LB_EXPORT __attribute__((flatten)) void* _Znwm(size_t size) { return NewAt("_Znwm", size, PC()); }
 LB_EXPORT void* _Znam(size_t size) {
   if (!atomic_load_explicit(&g_operators_resolved, memory_order_acquire)) ResolveProgramOperators();
   NewFn program = g_program_new;
   return program ? program(size) : NewAt("_Znam", size, PC());
 }
-LB_EXPORT void _ZdlPv(void* block) { DeleteOf(block); }
-LB_EXPORT void _ZdaPv(void* block) { DeleteOf(block); }
-LB_EXPORT void _ZdlPvm(void* block, size_t size) {
+LB_EXPORT __attribute__((flatten)) void _ZdlPv(void* block) { DeleteOf(block); }
+LB_EXPORT __attribute__((flatten)) void _ZdaPv(void* block) { DeleteOf(block); }
+LB_EXPORT __attribute__((flatten)) void _ZdlPvm(void* block, size_t size) {
   (void)size;
   DeleteOf(block);
 }
-LB_EXPORT void _ZdaPvm(void* block, size_t size) {
+LB_EXPORT __attribute__((flatten)) void _ZdaPvm(void* block, size_t size) {
   (void)size;
   DeleteOf(block);
 }
@@ -221,7 +223,7 @@ static void* ProgramsOwn(const char* name) {
 
 /* On first use (a C++ library's static initialisers run before this library's constructor) and
  * in the constructor; resolving twice gives the same answer. */
-static void ResolveProgramOperators(void) {
+static __attribute__((noinline, cold)) void ResolveProgramOperators(void) {
   g_program_new = (NewFn)ProgramsOwn("_Znwm");
   g_program_delete = (DeleteFn)ProgramsOwn("_ZdlPv");
   atomic_store_explicit(&g_operators_resolved, 1, memory_order_release);
