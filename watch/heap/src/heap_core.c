@@ -620,9 +620,9 @@ static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsig
              : OnAllocSlow(block, size, site, stamp);
 }
 
-int LeakboundHeapOnAllocFast(const void *block, uint64_t size, uint32_t site, unsigned *stamp) {
-  int slot;
-  return OnAllocFast(block, size, site, stamp, &slot) ? slot : 0;
+int LeakboundHeapOnAllocFast(const void *block, uint64_t size, uint32_t site, unsigned *stamp,
+                             int *slot) {
+  return OnAllocFast(block, size, site, stamp, slot);
 }
 
 int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {

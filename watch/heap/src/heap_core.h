@@ -19,8 +19,9 @@ extern "C" {
 
 /* The owner's add to a counter only its thread writes (others read it with atomic loads): a plain
  * read-modify-write, no lock prefix; one `add` to memory on x86-64, where a relaxed atomic load
- * and store compile to three instructions. ThreadSanitizer builds keep the atomic load and store,
- * which it can see. */
+ * and store compile to three instructions. Other architectures, and C compiled with
+ * -fsanitize=thread (this project's TSan preset instruments C++ only), use the relaxed atomic load
+ * and store, which ThreadSanitizer can see. */
 static inline void LeakboundOwnerAdd(_Atomic int64_t* field, int64_t delta) {
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
   __asm__("addq %1, %0" : "+m"(*(int64_t*)field) : "er"(delta));
@@ -71,12 +72,12 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocStamped(const void* block, uint64_
 /* The common paths of OnAllocStamped and OnFreeTaken, all or nothing, for a front end that keeps
  * books of its own beside them (inlined into it by link-time optimisation). OnAllocFast: the
  * thread counts on a slot of its own, the block's record is free in a mapped chunk, its size fits
- * a record: records and counts it and returns what OnAllocStamped would (slot + 1, *stamp); else
- * does nothing and returns 0. OnFreeFast: 1 when it took the block's record (*taken as
+ * a record: records and counts it, sets what OnAllocStamped would (*slot: the slot + 1; *stamp)
+ * and returns 1; else does nothing and returns 0. OnFreeFast: 1 when it took the block's record (*taken as
  * OnFreeTaken fills it), 0 when the block was not recorded (nothing to do), -1 when it did
  * nothing (no slot of the thread's own, a large block: the caller takes OnFreeTaken). */
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocFast(const void* block, uint64_t size, uint32_t site,
-                                                   unsigned* stamp);
+                                                   unsigned* stamp, int* slot);
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnFreeFast(const void* block, LeakboundHeapTaken* taken);
 /* The stamp a block allocated now would get (the census clock's generation and cohort). */
 LEAKBOUND_HEAP_HIDDEN unsigned LeakboundHeapEpochNow(void);

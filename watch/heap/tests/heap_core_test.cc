@@ -262,7 +262,7 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   int slot = 0;
   // A thread's first allocation claims its slot on the general path.
   ASSERT_GE(LeakboundHeapOnAllocAt(Address(30, 0x100), 8, 0), 2);
-  slot = LeakboundHeapOnAllocFast(block, 40, 77, &stamp);
+  ASSERT_EQ(LeakboundHeapOnAllocFast(block, 40, 77, &stamp, &slot), 1);
   ASSERT_GE(slot, 2);
   EXPECT_EQ(stamp, LeakboundHeapEpochNow());
   EXPECT_EQ(Read().live_bytes - start.live_bytes, 48u);
@@ -282,8 +282,8 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   EXPECT_EQ(LeakboundHeapOnFreeFast(block, &fast), 0);
   // A record still set (a free that bypassed the hooks) and a large block: nothing done.
   ASSERT_NE(LeakboundHeapOnAllocAt(block, 16, 0), 0);
-  EXPECT_EQ(LeakboundHeapOnAllocFast(block, 16, 0, &stamp), 0);
-  EXPECT_EQ(LeakboundHeapOnAllocFast(Address(30, 0x200), 100000, 0, &stamp), 0);
+  EXPECT_EQ(LeakboundHeapOnAllocFast(block, 16, 0, &stamp, &slot), 0);
+  EXPECT_EQ(LeakboundHeapOnAllocFast(Address(30, 0x200), 100000, 0, &stamp, &slot), 0);
   ASSERT_NE(LeakboundHeapOnAllocAt(Address(30, 0x200), 100000, 0), 0);
   EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, 0x200), &fast), -1);
   EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(30, 0x200)).size, 100000u);
@@ -313,8 +313,9 @@ TEST(HeapCoreTest, ThreadsPastTheSlots_ShareSlotZero_AndTheSumsStayExact) {
         ++shared;
         unsigned stamp;
         LeakboundHeapTaken taken{};
-        if (LeakboundHeapOnAllocFast(Address(32, static_cast<uintptr_t>(i) * 64), 8, 5, &stamp) ==
-                0 &&
+        int fast_slot = 0;
+        if (LeakboundHeapOnAllocFast(Address(32, static_cast<uintptr_t>(i) * 64), 8, 5, &stamp,
+                                     &fast_slot) == 0 &&
             LeakboundHeapOnFreeFast(block, &taken) == -1) {
           ++fast_refused;
         }

@@ -334,30 +334,66 @@ __attribute__((noinline)) void LeakboundSiteFree(uint32_t site, uint32_t slot, v
  * kSampled); and when it has a census, the block needs none of its entries (born before it
  * began, in another generation, past the last cohort) or the thread's census entry holds the
  * block's cohort (CensusBook's own common case). slot: a slot of the thread's own (>= 2), as the
- * core's fast paths give it. *entry: the census entry to book into, or NULL. */
-static inline int SiteBooksReady(const Site* s, uint32_t slot, unsigned stamp, int born,
-                                 CensusDelta** entry) {
+ * core's fast paths give it. A quiet site (no census, no callers or samples asked) is checked
+ * inline in the hooks; one with a census or a state goes through SiteBooked, out of line, so
+ * that the hooks' frames keep few registers. */
+static inline int SiteQuiet(const Site* s) {
   /* Before the census's load, as LeakboundSiteAlloc's fence. */
+  atomic_thread_fence(memory_order_acquire);
+  return (atomic_load_explicit(&s->census, memory_order_acquire) |
+          (uint32_t)atomic_load_explicit(&s->frames_state, memory_order_relaxed)) == 0;
+}
+
+/* A site with a census or a state: books what the common path can (1), else nothing (0). */
+static __attribute__((noinline)) int SiteBooked(SiteDelta* d, const Site* s, uint32_t slot,
+                                                unsigned stamp, int64_t bytes, int born) {
   atomic_thread_fence(memory_order_acquire);
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
-  *entry = NULL;
-  if (__builtin_expect((census | (uint32_t)state) == 0, 1)) return 1;
   if (born ? (state == kFramesWanted || state == kSampling)
            : (state == kSampling || state == kSampled)) {
     return 0;
   }
-  if (census == 0) return 1;
-  const SiteCensus* c = &g_site_census[census - 1];
-  const unsigned cohort = stamp & 0xff;
-  if (((stamp >> 8) & 0xff) != c->generation || cohort < c->first ||
-      cohort >= LEAKBOUND_HEAP_COHORTS) {
-    return 1; /* CensusBook books nothing */
+  CensusDelta* entry = NULL;
+  if (census != 0) {
+    const SiteCensus* c = &g_site_census[census - 1];
+    const unsigned cohort = stamp & 0xff;
+    if (((stamp >> 8) & 0xff) == c->generation && cohort >= c->first &&
+        cohort < LEAKBOUND_HEAP_COHORTS) {
+      entry = &g_census_deltas[slot - 1][census - 1];
+      if (atomic_load_explicit(&entry->key, memory_order_relaxed) != ((c->epoch << 8) | cohort)) {
+        return 0;
+      }
+    } /* else CensusBook books nothing */
   }
-  CensusDelta* d = &g_census_deltas[slot - 1][census - 1];
-  if (atomic_load_explicit(&d->key, memory_order_relaxed) != ((c->epoch << 8) | cohort)) return 0;
-  *entry = d;
+  AddRelaxed(&d->bytes, born ? bytes : -bytes);
+  AddRelaxed(&d->allocations, born ? 1 : -1);
+  if (entry) {
+    AddRelaxed(born ? &entry->born_bytes : &entry->freed_bytes, bytes);
+    AddRelaxed(born ? &entry->born_blocks : &entry->freed_blocks, 1);
+  }
   return 1;
+}
+
+/* The hooks' way past a site that is not quiet, or whose entry the thread does not hold: what
+ * SiteBooked can book, else the general path. Takes what LeakboundSiteAlloc / Free take, so that
+ * no value of the hook's lives across the call. */
+static __attribute__((noinline)) void SiteAllocBusy(uint32_t site, uint32_t slot, void* block,
+                                                    int64_t bytes, unsigned stamp, uintptr_t pc) {
+  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
+  if (atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
+      !SiteBooked(d, &g_sites[site - 1], slot, stamp, bytes, 1)) {
+    LeakboundSiteAlloc(site, slot, block, bytes, stamp, pc);
+  }
+}
+
+static __attribute__((noinline)) void SiteFreeBusy(uint32_t site, uint32_t slot, void* block,
+                                                   int64_t bytes, unsigned stamp) {
+  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
+  if (atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
+      !SiteBooked(d, &g_sites[site - 1], slot, stamp, bytes, 0)) {
+    LeakboundSiteFree(site, slot, block, bytes, stamp);
+  }
 }
 
 int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc) {
@@ -368,20 +404,15 @@ int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc) {
   }
   const uint32_t site = (uint32_t)at + 1;
   unsigned stamp;
-  const int slot = LeakboundHeapOnAllocFast(block, size, site, &stamp);
-  if (__builtin_expect(slot == 0, 0)) return 0;
+  int slot;
+  if (__builtin_expect(!LeakboundHeapOnAllocFast(block, size, site, &stamp, &slot), 0)) return 0;
   SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
-  CensusDelta* entry;
   if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
-                           SiteBooksReady(&g_sites[at], (uint32_t)slot, stamp, 1, &entry), 1)) {
+                           SiteQuiet(&g_sites[at]), 1)) {
     AddRelaxed(&d->bytes, (int64_t)size);
     AddRelaxed(&d->allocations, 1);
-    if (entry) {
-      AddRelaxed(&entry->born_bytes, (int64_t)size);
-      AddRelaxed(&entry->born_blocks, 1);
-    }
   } else {
-    LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
+    SiteAllocBusy(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
   }
   return 1;
 }
@@ -393,18 +424,12 @@ int LeakboundSiteUncountedFast(void* block) {
   const uint32_t site = taken.site;
   if (site == 0 || site > kSiteSlots) return 1;
   SiteDelta* d = &g_deltas[taken.slot - 1][site & ((1u << kDeltaBits) - 1)];
-  CensusDelta* entry;
   if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
-                           SiteBooksReady(&g_sites[site - 1], taken.slot, taken.epoch, 0, &entry),
-                       1)) {
+                           SiteQuiet(&g_sites[site - 1]), 1)) {
     AddRelaxed(&d->bytes, -(int64_t)taken.size);
     AddRelaxed(&d->allocations, -1);
-    if (entry) {
-      AddRelaxed(&entry->freed_bytes, (int64_t)taken.size);
-      AddRelaxed(&entry->freed_blocks, 1);
-    }
   } else {
-    LeakboundSiteFree(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
+    SiteFreeBusy(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
   }
   return 1;
 }
