@@ -345,8 +345,8 @@ static inline int SiteQuiet(const Site* s) {
 }
 
 /* A site with a census or a state: books what the common path can (1), else nothing (0). */
-static __attribute__((noinline)) int SiteBooked(SiteDelta* d, const Site* s, uint32_t slot,
-                                                unsigned stamp, int64_t bytes, int born) {
+static inline int SiteBooked(SiteDelta* d, const Site* s, uint32_t slot,
+                             unsigned stamp, int64_t bytes, int born) {
   atomic_thread_fence(memory_order_acquire);
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
