@@ -520,16 +520,24 @@ static inline void StoreSite(Chunk *chunk, size_t i, uint32_t site) {
   }
 }
 
+/* key's record word (its chunk and index in *chunk, *i), or kEmpty when key was not recorded (no
+ * record, another block's, or an address no block of malloc's can have). */
+static inline uint32_t RecordFind(uintptr_t key, Chunk **chunk, size_t *i) {
+  if (LB_UNLIKELY(BadKey(key))) return kEmpty;
+  *chunk = FindChunk(key);
+  if (LB_UNLIKELY(*chunk == NULL)) return kEmpty;
+  *i = RecordIndex(key);
+  const uint32_t word = atomic_load_explicit(&(*chunk)->word[*i], memory_order_relaxed);
+  return ((word >> kOffsetShift) & 3) == OffsetField(key) ? word : kEmpty;
+}
+
 /* Clears key's record and returns its size, site (when site is not NULL; a run without call
- * sites never reads their array) and birth stamp; 0 when key was not recorded (no record,
- * another block's, or an address no block of malloc's can have). */
+ * sites never reads their array) and birth stamp; 0 when key was not recorded. */
 static inline int RecordTake(uintptr_t key, uint64_t *size, uint32_t *site, unsigned *epoch) {
-  if (LB_UNLIKELY(BadKey(key))) return 0;
-  Chunk *chunk = FindChunk(key);
-  if (LB_UNLIKELY(chunk == NULL)) return 0;
-  const size_t i = RecordIndex(key);
-  const uint32_t word = atomic_load_explicit(&chunk->word[i], memory_order_relaxed);
-  if (word == kEmpty || ((word >> kOffsetShift) & 3) != OffsetField(key)) return 0;
+  Chunk *chunk;
+  size_t i;
+  const uint32_t word = RecordFind(key, &chunk, &i);
+  if (word == kEmpty) return 0;
   atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
   if (site) {
     *site = atomic_load_explicit(&chunk->site[i], memory_order_relaxed);
@@ -701,12 +709,11 @@ LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
 int LeakboundHeapOnFreeFast(const void *block, LeakboundHeapTaken *taken) {
   const uintptr_t key = (uintptr_t)block;
   ThreadCounters *c = t_state.own;
-  if (LB_UNLIKELY(c == NULL || BadKey(key))) return -1;
-  Chunk *chunk = FindChunk(key);
-  if (LB_UNLIKELY(chunk == NULL)) return 0;
-  const size_t i = RecordIndex(key);
-  const uint32_t word = atomic_load_explicit(&chunk->word[i], memory_order_relaxed);
-  if (word == kEmpty || ((word >> kOffsetShift) & 3) != OffsetField(key)) return 0;
+  if (LB_UNLIKELY(c == NULL)) return -1;
+  Chunk *chunk;
+  size_t i;
+  const uint32_t word = RecordFind(key, &chunk, &i);
+  if (word == kEmpty) return 0;
   const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
   if (LB_UNLIKELY(field >= (uint32_t)kLargeField)) return -1;
   atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);

@@ -267,15 +267,24 @@ static __attribute__((noinline)) void CensusRetag(CensusDelta* d, SiteCensus* c,
 
 /* Books a block born (or freed) at a site with a census, in the cohort of its birth stamp, on
  * the thread of core slot `slot`. */
-static __attribute__((noinline)) void CensusBook(uint32_t slot, uint32_t census, unsigned stamp,
-                                                 int64_t bytes, int64_t blocks, int born) {
-  SiteCensus* c = &g_site_census[census - 1];
+/* The key of the entry a block stamped `stamp` is booked under in census c; 0 when the census
+ * books nothing of it (born before the census began, in an earlier generation (a fork's parent),
+ * or past the last cohort). Never 0 otherwise: an epoch is never 0. */
+static inline uint64_t CensusKey(const SiteCensus* c, unsigned stamp) {
   const unsigned cohort = stamp & 0xff;
   if (((stamp >> 8) & 0xff) != c->generation || cohort < c->first ||
       cohort >= LEAKBOUND_HEAP_COHORTS) {
-    return; /* born before its census began, or in an earlier generation (a fork's parent) */
+    return 0;
   }
-  const uint64_t key = (c->epoch << 8) | cohort;
+  return (c->epoch << 8) | cohort;
+}
+
+static __attribute__((noinline)) void CensusBook(uint32_t slot, uint32_t census, unsigned stamp,
+                                                 int64_t bytes, int64_t blocks, int born) {
+  SiteCensus* c = &g_site_census[census - 1];
+  const uint64_t key = CensusKey(c, stamp);
+  if (key == 0) return;
+  const unsigned cohort = (unsigned)(key & 0xff);
   CensusDelta* d = slot > 1 && slot <= LEAKBOUND_HEAP_SLOTS
                        ? &g_census_deltas[slot - 1][census - 1]
                        : NULL;
@@ -355,16 +364,10 @@ static inline int SiteBooked(SiteDelta* d, const Site* s, uint32_t slot,
     return 0;
   }
   CensusDelta* entry = NULL;
-  if (census != 0) {
-    const SiteCensus* c = &g_site_census[census - 1];
-    const unsigned cohort = stamp & 0xff;
-    if (((stamp >> 8) & 0xff) == c->generation && cohort >= c->first &&
-        cohort < LEAKBOUND_HEAP_COHORTS) {
-      entry = &g_census_deltas[slot - 1][census - 1];
-      if (atomic_load_explicit(&entry->key, memory_order_relaxed) != ((c->epoch << 8) | cohort)) {
-        return 0;
-      }
-    } /* else CensusBook books nothing */
+  const uint64_t key = census != 0 ? CensusKey(&g_site_census[census - 1], stamp) : 0;
+  if (key != 0) { /* else CensusBook books nothing */
+    entry = &g_census_deltas[slot - 1][census - 1];
+    if (atomic_load_explicit(&entry->key, memory_order_relaxed) != key) return 0;
   }
   AddRelaxed(&d->bytes, born ? bytes : -bytes);
   AddRelaxed(&d->allocations, born ? 1 : -1);
