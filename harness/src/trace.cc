@@ -142,6 +142,7 @@ json CohortsToJson(const std::vector<CensusCohort>& cohorts) {
   return out;
 }
 
+// For TraceFileToJson only: the series are reports::PackedNumbers, which only DumpJson spells out.
 json TraceToJson(const Trace& t) {
   json counters = json::array();
   for (const TraceCounter& c : t.counters) {
@@ -153,7 +154,7 @@ json TraceToJson(const Trace& t) {
                         {"peak_of", c.peak_of},
                         {"baseline", c.baseline},
                         {"final_value", c.final_value},
-                        {"values", c.values}});
+                        {"values", reports::PackedNumbers(c.values)}});
   }
   json probes = json::array();
   for (const ProbeState& p : t.probes) probes.push_back({{"name", p.name}, {"state", p.state}});
@@ -187,8 +188,8 @@ json TraceToJson(const Trace& t) {
          {"tail_steps", t.tail_steps},
          {"probes", std::move(probes)},
          {"counters", std::move(counters)},
-         {"step_ns", t.step_ns},
-         {"probe_ns", t.probe_ns},
+         {"step_ns", reports::PackedNumbers(t.step_ns)},
+         {"probe_ns", reports::PackedNumbers(t.probe_ns)},
          {"outstanding", std::move(outstanding)},
          {"census", std::move(census)},
          {"error", t.error},
@@ -345,7 +346,9 @@ std::string TraceFileToJson(const TraceFile& file) {
                {"noise_floors", std::move(floors)},
                {"traces", std::move(traces)}};
   // Invalid UTF-8 (a program's argument, a note) becomes U+FFFD rather than an exception.
-  return reports::DumpJson(j, 1) + "\n";
+  std::string text = reports::DumpJson(j, 1);
+  text += '\n';
+  return text;
 }
 
 TraceFile TraceFileFromJson(const std::string& text, const std::string& source) {

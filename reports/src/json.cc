@@ -5,6 +5,7 @@
 
 #include "leakbound/reports/json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +28,26 @@ template <typename Json>
 Json Number(double value) {
   if (!std::isfinite(value)) return Json(nullptr);
   return Json(value);
+}
+
+// A series as one value of the document: the doubles' bytes in a binary value of subtype
+// kPackedNumbers, which the writers below spell out as the array of numbers NumberArray's would
+// be. A 20,000-step trace's series were 180,000 values to build, walk and destroy one by one
+// (most of the watcher's time after the program ended).
+constexpr std::uint64_t kPackedNumbers = 0x6c62;  // "lb"
+
+template <typename Json>
+Json PackedNumberArray(const std::vector<double>& values) {
+  typename Json::binary_t::container_type bytes(values.size() * sizeof(double));
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return Json::binary(std::move(bytes), kPackedNumbers);
+}
+
+template <typename Json>
+bool IsPackedNumbers(const Json& value) {
+  return value.is_binary() && value.get_binary().has_subtype() &&
+         value.get_binary().subtype() == kPackedNumbers &&
+         value.get_binary().size() % sizeof(double) == 0;
 }
 
 template <typename Json>
@@ -59,8 +80,9 @@ Json MetaToJson(const RunMetadata& meta) {
   return json;
 }
 
+// packed_series: each series as PackedNumberArray's one value, for the writers here only.
 template <typename Json>
-Json WorkloadToJson(const WorkloadResult& workload) {
+Json WorkloadToJson(const WorkloadResult& workload, bool packed_series) {
   Json json = Json::object();
   json["name"] = workload.name;
   json["description"] = workload.description;
@@ -129,7 +151,8 @@ Json WorkloadToJson(const WorkloadResult& workload) {
     entry["name"] = one.name;
     entry["unit"] = one.unit;
     entry["exact"] = one.exact;
-    entry["values"] = NumberArray<Json>(one.values);
+    entry["values"] =
+        packed_series ? PackedNumberArray<Json>(one.values) : NumberArray<Json>(one.values);
     series.push_back(std::move(entry));
   }
   json["series"] = std::move(series);
@@ -137,13 +160,13 @@ Json WorkloadToJson(const WorkloadResult& workload) {
 }
 
 template <typename Json>
-Json BuildJson(const Report& report) {
+Json BuildJson(const Report& report, bool packed_series) {
   Json json = Json::object();
   json["schema_version"] = report.schema_version;
   json["meta"] = MetaToJson<Json>(report.meta);
   Json workloads = Json::array();
   for (const WorkloadResult& workload : report.workloads) {
-    workloads.push_back(WorkloadToJson<Json>(workload));
+    workloads.push_back(WorkloadToJson<Json>(workload, packed_series));
   }
   json["workloads"] = std::move(workloads);
   Json benchmarks = Json::array();
@@ -166,19 +189,51 @@ constexpr auto kReplaceInvalid = nlohmann::ordered_json::error_handler_t::replac
 // double with grisu2, whose text for a whole number below 10^15 in magnitude is its digits and
 // ".0"; a watched program's series are thousands of such values a counter (a 20,000-step trace:
 // two thirds of the watcher's time after the program exits went to formatting them).
+constexpr std::size_t kMostDoubleChars = 26;  // nlohmann's longest: "-1.7976931348623157e+308"
+
+// Writes `v` at `next` (room for kMostDoubleChars) as nlohmann's dump would; returns the end.
+char* WriteDouble(double v, char* next) {
+  if (!(std::fabs(v) < 1e15) || v != std::trunc(v) || (v == 0 && std::signbit(v))) {
+    // Fractions, -0, NaN and infinities (null): nlohmann's own text.
+    const std::string text = nlohmann::json(v).dump(-1, ' ', false, kReplaceInvalid);
+    return std::copy(text.begin(), text.end(), next);
+  }
+  next = std::to_chars(next, next + kMostDoubleChars, static_cast<std::int64_t>(v)).ptr;
+  *next++ = '.';
+  *next++ = '0';
+  return next;
+}
+
+void AppendDouble(double v, std::string& out) {
+  char text[kMostDoubleChars];
+  out.append(text, WriteDouble(v, text));
+}
+
+// The numbers of a packed series, each after `separator` but the first, written in place.
+template <typename Json>
+void AppendPackedNumbers(const Json& value, std::string_view separator, std::string& out) {
+  const auto& bytes = value.get_binary();
+  const std::size_t count = bytes.size() / sizeof(double);
+  const std::size_t start = out.size();
+  const std::size_t most = start + count * (separator.size() + kMostDoubleChars);
+  if (most > out.capacity()) out.reserve(std::max(most, 2 * out.capacity()));  // amortised
+  out.resize(most);
+  char* next = out.data() + start;
+  for (std::size_t i = 0; i < count; ++i) {
+    double v = 0;
+    std::memcpy(&v, bytes.data() + i * sizeof(double), sizeof v);
+    if (i > 0) next = std::copy(separator.begin(), separator.end(), next);
+    next = WriteDouble(v, next);
+  }
+  out.resize(static_cast<std::size_t>(next - out.data()));
+}
+
 template <typename Json>
 void AppendScalar(const Json& value, std::string& out) {
   char digits[24];
   std::to_chars_result written{};
   if (value.is_number_float()) {
-    const double v = value.template get<double>();
-    if (!(std::fabs(v) < 1e15) || v != std::trunc(v) || (v == 0 && std::signbit(v))) {
-      out += value.dump(-1, ' ', false, kReplaceInvalid);
-      return;
-    }
-    written = std::to_chars(digits, digits + sizeof digits, static_cast<std::int64_t>(v));
-    out.append(digits, written.ptr);
-    out += ".0";
+    AppendDouble(value.template get<double>(), out);
     return;
   }
   if (value.is_number_unsigned()) {
@@ -193,9 +248,9 @@ void AppendScalar(const Json& value, std::string& out) {
 }
 
 template <typename Json>
-void AppendKey(const std::string& key, std::string& out) {
+void AppendKey(const std::string& key, std::string_view after, std::string& out) {
   out += Json(key).dump(-1, ' ', false, kReplaceInvalid);
-  out += ": ";
+  out += after;
 }
 
 // Pretty printer that keeps arrays of scalars on one line (nlohmann's dump(2) would give every
@@ -214,10 +269,16 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
       if (!first) out += ",\n";
       first = false;
       out += indent;
-      AppendKey<nlohmann::ordered_json>(key, out);
+      AppendKey<nlohmann::ordered_json>(key, ": ", out);
       AppendCompactPretty(value, depth + 1, out);
     }
     out += "\n" + closing_indent + "}";
+    return;
+  }
+  if (IsPackedNumbers(json)) {  // compact, as an array of scalars below
+    out += '[';
+    AppendPackedNumbers(json, ",", out);
+    out += ']';
     return;
   }
   if (json.is_array()) {
@@ -254,28 +315,41 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
 }
 
 // nlohmann's dump(indent) (error handler: replace), with AppendScalar's numbers.
+// With a negative indent, dump(-1)'s one line: "," between elements, ":" after keys.
 void AppendPretty(const nlohmann::json& json, int indent, int depth, std::string& out) {
   const bool object = json.is_object();
-  if (!object && !json.is_array()) {
+  const bool packed = IsPackedNumbers(json);
+  if (!object && !json.is_array() && !packed) {
     AppendScalar(json, out);
     return;
   }
-  if (json.empty()) {
+  if (packed ? json.get_binary().empty() : json.empty()) {
     out += object ? "{}" : "[]";
     return;
   }
-  out += object ? "{\n" : "[\n";
-  const std::size_t inner = static_cast<std::size_t>(depth + 1) * static_cast<std::size_t>(indent);
-  bool first = true;
-  for (auto it = json.cbegin(); it != json.cend(); ++it) {
-    if (!first) out += ",\n";
-    first = false;
+  const bool lines = indent >= 0;
+  out += object ? '{' : '[';
+  if (lines) out += '\n';
+  const std::size_t inner =
+      lines ? static_cast<std::size_t>(depth + 1) * static_cast<std::size_t>(indent) : 0;
+  if (packed) {
+    const std::string separator = lines ? ",\n" + std::string(inner, ' ') : ",";
     out.append(inner, ' ');
-    if (object) AppendKey<nlohmann::json>(it.key(), out);
-    AppendPretty(it.value(), indent, depth + 1, out);
+    AppendPackedNumbers(json, separator, out);
+  } else {
+    bool first = true;
+    for (auto it = json.cbegin(); it != json.cend(); ++it) {
+      if (!first) out += lines ? ",\n" : ",";
+      first = false;
+      out.append(inner, ' ');
+      if (object) AppendKey<nlohmann::json>(it.key(), lines ? ": " : ":", out);
+      AppendPretty(it.value(), indent, depth + 1, out);
+    }
   }
-  out += '\n';
-  out.append(static_cast<std::size_t>(depth) * static_cast<std::size_t>(indent), ' ');
+  if (lines) {
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth) * static_cast<std::size_t>(indent), ' ');
+  }
   out += object ? '}' : ']';
 }
 
@@ -676,10 +750,15 @@ std::string ParseErrorDetail(const nlohmann::json::parse_error& error) {
 
 }  // namespace
 
-nlohmann::json ToJson(const Report& report) { return BuildJson<nlohmann::json>(report); }
+nlohmann::json ToJson(const Report& report) {
+  return BuildJson<nlohmann::json>(report, /*packed_series=*/false);
+}
+
+nlohmann::json PackedNumbers(const std::vector<double>& values) {
+  return PackedNumberArray<nlohmann::json>(values);
+}
 
 std::string DumpJson(const nlohmann::json& json, int indent) {
-  if (indent < 0) return json.dump(-1, ' ', false, kReplaceInvalid);
   std::string out;
   AppendPretty(json, indent, 0, out);
   return out;
@@ -687,7 +766,7 @@ std::string DumpJson(const nlohmann::json& json, int indent) {
 
 std::string ReportToText(const Report& report) {
   std::string out;
-  AppendCompactPretty(BuildJson<nlohmann::ordered_json>(report), 0, out);
+  AppendCompactPretty(BuildJson<nlohmann::ordered_json>(report, /*packed_series=*/true), 0, out);
   out += '\n';
   return out;
 }

@@ -160,6 +160,38 @@ TEST(ReportJsonTest, DumpJson_IsNlohmannsDumpByteForByte) {
   EXPECT_EQ(DumpJson(nlohmann::json(2.0), 1), "2.0");
 }
 
+// A series packed as one value (PackedNumbers) is written as the array json(values) would be,
+// at every indent, empty or not, with the awkward values above among seeded ones; and ToJson
+// (the document other code reads) still holds arrays.
+TEST(ReportJsonTest, PackedNumbers_AreWrittenAsTheArrayOfTheirValues) {
+  std::vector<double> values;
+  for (const nlohmann::json& v : AwkwardValues()) {
+    if (v.is_number()) values.push_back(v.get<double>());
+  }
+  values.push_back(std::numeric_limits<double>::quiet_NaN());
+  std::uint64_t state = 0x2545F4914F6CDD1Dull;
+  for (int i = 0; i < 5000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double v = std::ldexp(static_cast<double>(state >> 11), -53) *
+                     std::pow(10.0, static_cast<int>(state >> 59) - 8);
+    values.push_back(i % 2 == 0 ? std::trunc(v) : -v);
+  }
+  for (const std::vector<double>& series : {values, std::vector<double>{}, std::vector<double>{3.0}}) {
+    const nlohmann::json packed = {{"a", PackedNumbers(series)}, {"b", {{"c", PackedNumbers(series)}}}};
+    const nlohmann::json spelled = {{"a", series}, {"b", {{"c", series}}}};
+    for (int indent : {-1, 0, 1, 2}) {
+      EXPECT_EQ(DumpJson(packed, indent), DumpJson(spelled, indent)) << "indent " << indent;
+    }
+  }
+  Report report = MakeSampleReport();
+  ASSERT_FALSE(report.workloads.empty());
+  ASSERT_FALSE(report.workloads[0].series.empty());
+  report.workloads[0].series[0].values = values;
+  EXPECT_TRUE(ToJson(report)["workloads"][0]["series"][0]["values"].is_array());
+  const nlohmann::json back = nlohmann::json::parse(ReportToText(report));
+  EXPECT_EQ(back["workloads"][0]["series"][0]["values"], ToJson(report)["workloads"][0]["series"][0]["values"]);
+}
+
 TEST(ReportJsonTest, ReportToText_SeriesValues_AreNlohmannsCompactText) {
   Report report = MakeSampleReport();
   ASSERT_FALSE(report.workloads.empty());

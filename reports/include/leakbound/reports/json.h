@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -46,9 +47,15 @@ Report LoadReport(const std::filesystem::path& path);
 void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents);
 
 // json.dump(indent) with invalid UTF-8 replaced by U+FFFD: the same text for a document without
-// binary values (whose pretty form is not reproduced), written faster (whole numbers, most of a
-// trace's values, without nlohmann's float formatting).
+// binary values (whose form is not reproduced), written faster (whole numbers, most of a trace's
+// values, without nlohmann's float formatting). A PackedNumbers value is written as the array of
+// numbers it holds, as json(values) would be.
 std::string DumpJson(const nlohmann::json& json, int indent);
+
+// A series of numbers as one value (a binary value of the writers' own subtype), for documents
+// that DumpJson writes: a 20,000-step series is one value to build and destroy instead of 20,000.
+// Only DumpJson spells it out; any other reader of the document sees a binary value.
+nlohmann::json PackedNumbers(const std::vector<double>& values);
 
 // WriteFileAtomically(path, ReportToText(report)).
 void WriteReportAtomically(const Report& report, const std::filesystem::path& path);
