@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
                               wait_policy != nullptr ? wait_policy : "unset (libgomp default)");
   bench::RegisterRuntimeBenchmarks();
   bench::RegisterHeapBenchmarks();
+  bench::RegisterReportsBenchmarks();
 #if defined(LEAKBOUND_HAVE_TORCH)
   benchmark::AddCustomContext("leakbound.peer", std::string("libtorch ") + bench::TorchVersion());
   bench::RegisterTorchBenchmarks();

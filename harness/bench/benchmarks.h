@@ -6,12 +6,14 @@
 //   probe/{runtime,tracking,host,all}
 //   alloc/{host,statistics,tracking,failing,session}/<bytes>
 //   heap/malloc_free/<bytes>    heap/step/<shape>    (the host-heap interposer, heap_bench.cc)
+//   reports/series/<samples>    (writing a trace's series, reports_bench.cc)
 #pragma once
 
 namespace leakbound::bench {
 
 void RegisterRuntimeBenchmarks();
 void RegisterHeapBenchmarks();
+void RegisterReportsBenchmarks();
 #if defined(LEAKBOUND_HAVE_TORCH)
 void RegisterTorchBenchmarks();
 const char* TorchVersion();

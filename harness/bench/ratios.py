@@ -256,6 +256,17 @@ def build(run, memory, margin=None):
               f"(stderr {fmt(run.counter(name, 'counting_over_off_stderr'))})", "< 1.01", r < 1.01, ratio=r,
               limit=1.01)
 
+    t.section("writing a trace's series (9 series; build, write, destroy), paired")
+    for samples in (1500, 20000):
+        name = f"reports/series/{samples}"
+        r = run.counter(name, "packed_over_spelled")
+        if r is None:
+            t.row(f"{samples} samples, packed / spelled out", "n/a (not run)")
+            continue
+        t.row(f"{samples} samples, packed / spelled out",
+              f"{fmt_ns(run.counter(name, 'packed_ns'))} / "
+              f"{fmt_ns(run.counter(name, 'spelled_ns'))} = {r:.2f}x", "measured")
+
     t.section("peak bytes / analytic minimum (params + grads + momentum + live values)")
     for shape in SHAPES:
         name = f"step/withstep/{shape}"
