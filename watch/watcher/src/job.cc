@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <system_error>
 #include <unordered_map>
 
 #include "leakbound/harness/judge.h"
@@ -422,15 +423,22 @@ int RunWatch(const WatchOptions &options) {
   // trace.json is written beside the reports: its text and its fsync were the largest part of
   // the watcher's time after the program ended (a 20,000-step trace: ~9 of ~25 ms), and the
   // program's cores are free by then. Each file is written atomically on its own; a failure of
-  // either is thrown here, after both ended.
-  std::future<void> trace_written = std::async(std::launch::async, [&traces, &options] {
+  // either is thrown here, after both ended. Where no thread can be started (a pids limit), it
+  // is written first, as before.
+  const auto write_trace = [&traces, &options] {
     WriteTraceFileAtomically(traces, options.out / "trace.json");
-  });
+  };
+  std::future<void> trace_written;
+  try {
+    trace_written = std::async(std::launch::async, write_trace);
+  } catch (const std::system_error &) {
+    write_trace();
+  }
   reports::WriteReportAtomically(report, options.out / "report.json");
   reports::WriteFileAtomically(options.out / "report.md", reports::RenderMarkdown(report));
   reports::WriteFileAtomically(options.out / "report.html", reports::RenderHtml(report));
   if (!options.junit.empty()) reports::WriteFileAtomically(options.junit, reports::RenderJunit(report));
-  trace_written.get();
+  if (trace_written.valid()) trace_written.get();
   PrintSummary(report, std::cout);
   // On GitHub Actions, an annotation on the line of each leak (docs/watch.md, "CI").
   if (const char *actions = std::getenv("GITHUB_ACTIONS"); actions && std::string(actions) == "true") {
