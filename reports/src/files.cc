@@ -79,10 +79,14 @@ Report LoadReport(const std::filesystem::path& path) {
   return ParseReport(contents, path.string());
 }
 
-void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {
-  constexpr std::string_view kRemedy =
-      "check that the folder exists and is writable and that the disk is not full; any "
-      "previous file is unchanged";
+namespace {
+constexpr std::string_view kWriteRemedy =
+    "check that the folder exists and is writable and that the disk is not full; any previous "
+    "file is unchanged";
+}  // namespace
+
+PendingFile::PendingFile(const std::filesystem::path& path, std::string_view contents)
+    : path_(path) {
   const std::filesystem::path folder =
       path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
   // Same folder as the target: rename() is atomic only within one file system.
@@ -91,7 +95,9 @@ void WriteFileAtomically(const std::filesystem::path& path, std::string_view con
   temp_name += ".tmp-XXXXXX";
   std::string temp_template = (folder / temp_name).string();
   const int fd = ::mkstemp(temp_template.data());
-  if (fd < 0) ThrowIo(path, "cannot create a temporary file in " + folder.string(), errno, kRemedy);
+  if (fd < 0) {
+    ThrowIo(path, "cannot create a temporary file in " + folder.string(), errno, kWriteRemedy);
+  }
   TempFileGuard temp(fd, temp_template);
 
   const char* data = contents.data();
@@ -100,31 +106,68 @@ void WriteFileAtomically(const std::filesystem::path& path, std::string_view con
     const ssize_t written = ::write(temp.fd(), data, left);
     if (written < 0) {
       if (errno == EINTR) continue;
-      ThrowIo(path, "cannot write temporary file " + temp.path(), errno, kRemedy);
+      ThrowIo(path, "cannot write temporary file " + temp.path(), errno, kWriteRemedy);
     }
     data += written;
     left -= static_cast<std::size_t>(written);
   }
   if (::fchmod(temp.fd(), 0644) != 0) {
-    ThrowIo(path, "cannot set the mode of temporary file " + temp.path(), errno, kRemedy);
+    ThrowIo(path, "cannot set the mode of temporary file " + temp.path(), errno, kWriteRemedy);
   }
   if (::fsync(temp.fd()) != 0) {
-    ThrowIo(path, "cannot fsync temporary file " + temp.path(), errno, kRemedy);
+    ThrowIo(path, "cannot fsync temporary file " + temp.path(), errno, kWriteRemedy);
   }
   if (const int close_error = temp.Close(); close_error != 0) {
-    ThrowIo(path, "cannot close temporary file " + temp.path(), close_error, kRemedy);
+    ThrowIo(path, "cannot close temporary file " + temp.path(), close_error, kWriteRemedy);
   }
-  if (::rename(temp.path().c_str(), path.c_str()) != 0) {
-    ThrowIo(path, "cannot rename temporary file " + temp.path() + " over the target", errno,
-            kRemedy);
-  }
+  temp_ = temp.path();
   temp.KeepFile();
+}
+
+PendingFile::PendingFile(PendingFile&& other) noexcept
+    : path_(std::move(other.path_)), temp_(std::exchange(other.temp_, std::string())) {}
+
+PendingFile& PendingFile::operator=(PendingFile&& other) noexcept {
+  if (this != &other) {
+    Discard();
+    path_ = std::move(other.path_);
+    temp_ = std::exchange(other.temp_, std::string());
+  }
+  return *this;
+}
+
+PendingFile::~PendingFile() { Discard(); }
+
+void PendingFile::Discard() noexcept {
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+  temp_.clear();
+}
+
+void PendingFile::Commit() {
+  if (temp_.empty()) {
+    throw ReportError(ReportErrorKind::kIo, path_.string(), "",
+                      path_.string() + ": nothing to put in place (committed or moved from)");
+  }
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
+    const int error = errno;
+    const std::string temp = temp_;
+    Discard();
+    ThrowIo(path_, "cannot rename temporary file " + temp + " over the target", error,
+            kWriteRemedy);
+  }
+  temp_.clear();
   // Make the rename itself durable. Best effort: the new file is complete and in place already.
+  const std::filesystem::path folder =
+      path_.parent_path().empty() ? std::filesystem::path(".") : path_.parent_path();
   const int folder_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (folder_fd >= 0) {
     ::fsync(folder_fd);
     ::close(folder_fd);
   }
+}
+
+void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {
+  PendingFile(path, contents).Commit();
 }
 
 void WriteReportAtomically(const Report& report, const std::filesystem::path& path) {

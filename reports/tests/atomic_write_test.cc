@@ -207,6 +207,44 @@ TEST_F(ReportAtomicWriteTest, ReadOnlyFolder_ThrowsIoAndOldFileIntact) {
   EXPECT_EQ(ListFolder(dir_), std::vector<std::string>{"baseline.json"});
 }
 
+// PendingFile: nothing is in place until Commit, a pending file dropped (or moved from and
+// dropped) leaves the folder as it was, and files committed in turn appear in that order.
+TEST_F(ReportAtomicWriteTest, PendingFile_IsInPlaceOnlyAfterCommit_AndDroppedLeavesNothing) {
+  WriteFileAtomically(dir_ / "trace.json", "old trace\n");
+  {
+    PendingFile dropped(dir_ / "trace.json", "new trace\n");
+    EXPECT_EQ(ListFolder(dir_).size(), 2u);  // the old file and a hidden temporary one
+    EXPECT_EQ(ReadFile(dir_ / "trace.json"), "old trace\n");
+  }
+  EXPECT_EQ(ListFolder(dir_), std::vector<std::string>{"trace.json"});
+  EXPECT_EQ(ReadFile(dir_ / "trace.json"), "old trace\n");
+
+  PendingFile trace(dir_ / "trace.json", "new trace\n");
+  PendingFile report(dir_ / "report.json", "new report\n");
+  PendingFile moved = std::move(trace);
+  EXPECT_THROW(trace.Commit(), ReportError);  // moved from: nothing to put in place
+  moved.Commit();
+  EXPECT_EQ(ReadFile(dir_ / "trace.json"), "new trace\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "report.json"));
+  report.Commit();
+  EXPECT_EQ(ReadFile(dir_ / "report.json"), "new report\n");
+  EXPECT_EQ(ListFolder(dir_), (std::vector<std::string>{"report.json", "trace.json"}));
+}
+
+// A rename that fails (a folder where the file goes) throws kIo and removes the temporary file.
+TEST_F(ReportAtomicWriteTest, PendingFile_CommitOverAFolder_ThrowsIoAndLeavesNoTempFile) {
+  std::filesystem::create_directories(dir_ / "trace.json" / "inside");
+  PendingFile trace(dir_ / "trace.json", "new trace\n");
+  try {
+    trace.Commit();
+    ADD_FAILURE() << "Commit over a non-empty folder did not throw";
+  } catch (const ReportError& e) {
+    EXPECT_EQ(e.kind(), ReportErrorKind::kIo);
+  }
+  EXPECT_EQ(ListFolder(dir_), std::vector<std::string>{"trace.json"});
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ / "trace.json" / "inside"));
+}
+
 TEST_F(ReportAtomicWriteTest, RelativePathWithoutFolder_WritesIntoCurrentDirectory) {
   const std::filesystem::path previous = std::filesystem::current_path();
   std::filesystem::current_path(dir_);

@@ -46,6 +46,27 @@ Report LoadReport(const std::filesystem::path& path);
 // The new file gets mode 0644.
 void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents);
 
+// WriteFileAtomically in two steps, for a writer of several files that chooses the order in
+// which they appear: the constructor writes `contents` to a temporary file beside `path` and
+// fsyncs it (ReportError kIo as WriteFileAtomically on failure, leaving nothing behind); Commit()
+// renames it over `path` and fsyncs the folder. Destroyed uncommitted, the temporary file is
+// removed and `path` is untouched.
+class PendingFile {
+ public:
+  PendingFile(const std::filesystem::path& path, std::string_view contents);
+  PendingFile(PendingFile&& other) noexcept;
+  PendingFile& operator=(PendingFile&& other) noexcept;
+  PendingFile(const PendingFile&) = delete;
+  PendingFile& operator=(const PendingFile&) = delete;
+  ~PendingFile();
+  void Commit();
+
+ private:
+  void Discard() noexcept;
+  std::filesystem::path path_;
+  std::string temp_;  // empty once committed, discarded or moved from
+};
+
 // json.dump(indent) with invalid UTF-8 replaced by U+FFFD: the same text for a document without
 // binary values (whose form is not reproduced), written faster (whole numbers, most of a trace's
 // values, without nlohmann's float formatting). A PackedNumbers value is written as the array of
