@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "leakbound/reports/report_error.h"
 #include "leakbound/watch/watcher.h"
 
 namespace leakbound::harness {
@@ -29,8 +30,8 @@ constexpr const char *kExamples = R"(Examples:
   leakbound watch --cuda --step-on torch.optim.SGD.step -- python3 train.py
                                              # also the CUPTI ledger and torch.cuda counters
 Exit codes: 0 memory stayed bounded; 1 a leak (see report.md), also when the program then
-exited non-zero (its status is in the report); 2 usage error (nothing written); 3 internal
-error; 4 inconclusive (the report says what it needs); 5 the program failed (crashed, was
+exited non-zero (its status is in the report); 2 usage error (nothing written), or the
+reports could not be written (the message names the file); 3 internal error; 4 inconclusive (the report says what it needs); 5 the program failed (crashed, was
 killed or exited non-zero) and no leak was found; 128+N the run was interrupted by signal N
 (130: SIGINT, Ctrl-C; 143: SIGTERM; forwarded to the program; the partial report is written).
 Watch forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT, every time one arrives.)";
@@ -211,6 +212,9 @@ int WatchMain(int argc, char **argv) {
     return watch::RunWatch(parsed.options);
   } catch (const WatchUsageError &e) {
     std::cerr << "leakbound watch: " << e.what() << "\n(see `leakbound watch --help`)\n";
+    return watch::kExitUsage;
+  } catch (const reports::ReportError &e) {  // a report file that could not be written
+    std::cerr << "leakbound watch: " << e.what() << "\n";
     return watch::kExitUsage;
   } catch (const std::exception &e) {
     std::cerr << "leakbound watch: internal error: " << e.what()

@@ -518,6 +518,19 @@ PY
     [ "$watched" = "$bare" ] || { cat "$out_root/$case_name.stderr" >&2; fail "watched got '$watched', bare '$bare'"; }
     [ -f "$out/report.json" ] || fail "no report"
     ;;
+  c_trace_in_the_way)
+    # trace.json cannot be put in place (a folder is in the way): watch says so and exits 2, and
+    # report.json stays as it was, never beside another run's trace (trace.json is made on a
+    # thread of its own beside report.json, then both put in place, trace.json first).
+    mkdir -p "$out/trace.json/inside"
+    echo old >"$out/report.json"
+    watch_expect 2 -- "$c_steps" clean 200
+    grep -q "trace.json: cannot rename temporary file" "$out_root/$case_name.stderr" ||
+      fail "the error does not name trace.json: $(cat "$out_root/$case_name.stderr")"
+    [ "$(cat "$out/report.json")" = old ] || fail "report.json was replaced though trace.json was not"
+    leftovers=$(ls -A "$out" | grep '^\.' || true)
+    [ -z "$leftovers" ] || fail "temporary files left: $leftovers"
+    ;;
   c_crash)
     watch_expect 5 -- "$c_steps" crash 40
     expect_verdict error

@@ -420,25 +420,29 @@ int RunWatch(const WatchOptions &options) {
     }
   }
   traces.meta = report.meta;
-  // trace.json is written beside the reports: its text and its fsync were the largest part of
-  // the watcher's time after the program ended (a 20,000-step trace: ~9 of ~25 ms), and the
-  // program's cores are free by then. Each file is written atomically on its own; a failure of
-  // either is thrown here, after both ended. Where no thread can be started (a pids limit), it
-  // is written first, as before.
-  const auto write_trace = [&traces, &options] {
-    WriteTraceFileAtomically(traces, options.out / "trace.json");
+  // trace.json is made beside report.json: its text and its fsync were the largest part of the
+  // watcher's time after the program ended (a 20,000-step trace: ~9 of ~25 ms), and the
+  // program's cores are free by then. Both are written under temporary names first and put in
+  // place in the order they always were, trace.json first, so that a run's report.json is never
+  // beside another run's trace.json (a failure while either is made leaves both as they were).
+  // Where no thread can be started (a pids limit), trace.json is made on this one.
+  const auto make_trace = [&traces, &options] {
+    return reports::PendingFile(options.out / "trace.json", TraceFileToJson(traces));
   };
-  std::future<void> trace_written;
+  std::future<reports::PendingFile> trace_made;
+  std::optional<reports::PendingFile> trace_file;
   try {
-    trace_written = std::async(std::launch::async, write_trace);
+    trace_made = std::async(std::launch::async, make_trace);
   } catch (const std::system_error &) {
-    write_trace();
+    trace_file.emplace(make_trace());
   }
-  reports::WriteReportAtomically(report, options.out / "report.json");
+  reports::PendingFile report_file(options.out / "report.json", reports::ReportToText(report));
+  if (!trace_file) trace_file.emplace(trace_made.get());
+  trace_file->Commit();
+  report_file.Commit();
   reports::WriteFileAtomically(options.out / "report.md", reports::RenderMarkdown(report));
   reports::WriteFileAtomically(options.out / "report.html", reports::RenderHtml(report));
   if (!options.junit.empty()) reports::WriteFileAtomically(options.junit, reports::RenderJunit(report));
-  if (trace_written.valid()) trace_written.get();
   PrintSummary(report, std::cout);
   // On GitHub Actions, an annotation on the line of each leak (docs/watch.md, "CI").
   if (const char *actions = std::getenv("GITHUB_ACTIONS"); actions && std::string(actions) == "true") {
