@@ -5,7 +5,10 @@
 // and destroys it: the watcher's work after a program ends (docs/watch.md, "Overhead").
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>

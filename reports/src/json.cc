@@ -6,6 +6,7 @@
 #include "leakbound/reports/json.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -196,6 +197,7 @@ char* WriteDouble(double v, char* next) {
   if (!(std::fabs(v) < 1e15) || v != std::trunc(v) || (v == 0 && std::signbit(v))) {
     // Fractions, -0, NaN and infinities (null): nlohmann's own text.
     const std::string text = nlohmann::json(v).dump(-1, ' ', false, kReplaceInvalid);
+    assert(text.size() <= kMostDoubleChars);
     return std::copy(text.begin(), text.end(), next);
   }
   next = std::to_chars(next, next + kMostDoubleChars, static_cast<std::int64_t>(v)).ptr;
@@ -284,7 +286,7 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
   if (json.is_array()) {
     bool all_scalars = true;
     for (const auto& element : json) {
-      if (element.is_structured()) {
+      if (element.is_structured() || IsPackedNumbers(element)) {
         all_scalars = false;
         break;
       }
