@@ -145,6 +145,8 @@ typedef struct ThreadState {
   ThreadCounters *own;
   ThreadCounters *counters;
   int exclude_depth;
+  uintptr_t chunk_stretch; /* key >> kChunkBits of the chunk below (0: none; no heap is there) */
+  struct Chunk *chunk;     /* the chunk this thread last found: chunks are never unmapped */
 } ThreadState;
 
 /* A region's directory: one pointer per chunk of records, NULL until a block is recorded in its
@@ -364,11 +366,20 @@ static inline size_t RecordIndex(uintptr_t key) {
   return (key & (((uintptr_t)1 << kChunkBits) - 1)) >> kGranuleShift;
 }
 
-/* key's chunk of records if mapped, else NULL (key is below 2^47). */
+/* key's chunk of records if mapped, else NULL (key is below 2^47). The chunk a thread found last
+ * is kept in its state: a heap hands out neighbouring blocks, and two dependent loads (directory,
+ * chunk) become one compare. Safe because a published chunk is never unmapped. */
 static inline Chunk *FindChunk(uintptr_t key) {
+  const uintptr_t stretch = key >> kChunkBits;
+  if (LB_LIKELY(stretch == t_state.chunk_stretch)) return t_state.chunk;
   Directory *directory = atomic_load_explicit(&g_regions[RegionOf(key)], memory_order_acquire);
   if (LB_UNLIKELY(directory == NULL)) return NULL;
-  return atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
+  Chunk *chunk = atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
+  if (chunk != NULL) {
+    t_state.chunk_stretch = stretch;
+    t_state.chunk = chunk;
+  }
+  return chunk;
 }
 
 /* Writes a zero into each page of [table, table + bytes) of a table not yet published, so that
