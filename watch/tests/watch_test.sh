@@ -288,6 +288,18 @@ PY
     [ "$steps" = 200 ] || fail "$steps steps arrived, want 200"
     report_field "w['description']" | grep -q "3 malformed channel records dropped" || fail "the report does not count 3 malformed records"
     ;;
+  c_bad_bundle)
+    # A BUNDLE (a marker's messages in one) is read part by part; one whose parts do not add up
+    # (a part past its end, a bundle inside, fewer parts than it says) is dropped whole and
+    # counted, and nothing else is lost.
+    watch_expect 0 -- "$c_steps" bad-bundle 200
+    expect_verdict PASS host.heap_bytes
+    steps=$(python3 -c "import json; print(len(json.load(open('$out/trace.json'))['traces'][0]['counters'][0]['values']))")
+    [ "$steps" = 200 ] || fail "$steps steps arrived, want 200"
+    report_field "w['description']" | grep -q "3 malformed channel records dropped" || fail "the report does not count 3 malformed records"
+    notes=$(report_field "w['description']" | grep -o "a note that came in a bundle" | wc -l)
+    [ "$notes" = 2 ] || fail "the good bundle's two notes: $notes arrived, want 2"
+    ;;
   where_property)
     # The CI variant of the attribution property suite (watch/tests/where_property.py; the long
     # one is ci/where-property.sh): a library site reached from 2-6 lines, one leaking, 8 seeds.

@@ -75,7 +75,7 @@ static int ChannelIntact(int fd) {
 /* Sends one message; stops following when the channel is gone. The descriptor is checked first:
  * a program that closed it behind the hooks below (a raw close_range syscall) and opened its own
  * socket at that number must never receive a record. */
-static void SendBytes(const void *bytes, size_t size) {
+static void SendNow(const void *bytes, size_t size) {
   pthread_mutex_lock(&g_channel_lock); /* a dup2 onto the channel's number waits for the send */
   const int fd = atomic_load(&g_fd);
   if (!ChannelIntact(fd)) {
@@ -90,6 +90,57 @@ static void SendBytes(const void *bytes, size_t size) {
     }
   }
   pthread_mutex_unlock(&g_channel_lock);
+}
+
+/* A marker's messages (channel.h, BUNDLE), sent when it ends or when the next does not fit.
+ * Filled only by the thread that holds g_marker_lock inside MarkLocked (t_bundling); any other
+ * send goes at once. */
+static union {
+  leakbound_watch_bundle head;
+  unsigned char bytes[LEAKBOUND_WATCH_BUNDLE_BYTES];
+} g_bundle;
+static size_t g_bundle_used = sizeof(leakbound_watch_bundle);
+static uint32_t g_bundle_parts;
+static __thread int t_bundling;
+
+static void SendBundle(void) {
+  if (g_bundle_parts == 1) { /* one message: as itself */
+    leakbound_watch_part part;
+    memcpy(&part, g_bundle.bytes + sizeof g_bundle.head, sizeof part);
+    SendNow(g_bundle.bytes + sizeof g_bundle.head + sizeof part, part.size);
+  } else if (g_bundle_parts > 1) {
+    g_bundle.head.magic = LEAKBOUND_WATCH_MAGIC;
+    g_bundle.head.version = LEAKBOUND_WATCH_VERSION;
+    g_bundle.head.kind = LEAKBOUND_WATCH_BUNDLE;
+    g_bundle.head.pid = (uint32_t)g_pid;
+    g_bundle.head.count = g_bundle_parts;
+    g_bundle.head.seq = 0;
+    SendNow(g_bundle.bytes, g_bundle_used);
+  }
+  g_bundle_used = sizeof g_bundle.head;
+  g_bundle_parts = 0;
+}
+
+/* One message: into the marker's bundle while it fills one, else sent now. */
+static void SendBytes(const void *bytes, size_t size) {
+  if (!t_bundling) {
+    SendNow(bytes, size);
+    return;
+  }
+  const size_t need = sizeof(leakbound_watch_part) + ((size + 7) & ~(size_t)7);
+  if (sizeof g_bundle.head + need > sizeof g_bundle) { /* a full batch: on its own, in order */
+    SendBundle();
+    SendNow(bytes, size);
+    return;
+  }
+  if (g_bundle_used + need > sizeof g_bundle) SendBundle();
+  const leakbound_watch_part part = {(uint32_t)size, 0};
+  unsigned char *at = g_bundle.bytes + g_bundle_used;
+  memcpy(at, &part, sizeof part);
+  memcpy(at + sizeof part, bytes, size);
+  memset(at + sizeof part + size, 0, need - sizeof part - size);
+  g_bundle_used += need;
+  ++g_bundle_parts;
 }
 
 static void Send(leakbound_watch_record *record) {
@@ -336,6 +387,7 @@ LB_EXPORT int leakbound_census_due(void) {
 /* One sample and what goes with it, under g_marker_lock. `at_clock`: a sample at the job's clock,
  * taken inside an allocation call of the program (the device sampler is not called there). */
 static void MarkLocked(leakbound_watch_kind kind, int at_clock) {
+  t_bundling = 1;
   leakbound_watch_record record;
   memset(&record, 0, sizeof record);
   record.kind = (uint16_t)kind;
@@ -365,6 +417,8 @@ static void MarkLocked(leakbound_watch_kind kind, int at_clock) {
     if (sampler(device.values, LEAKBOUND_WATCH_VALUES) > 0) Send(&device);
   }
   Send(&record);
+  SendBundle();
+  t_bundling = 0;
 }
 
 static void Mark(leakbound_watch_kind kind) {
@@ -536,7 +590,7 @@ static void *TimerThread(void *unused) {
  * the way, as if it were not there, which is what the program sees when run bare: close() of its
  * number fails with EBADF (it is not one of the program's descriptors), closefrom / close_range
  * close everything around it, and dup2 / dup3 onto its number first move the channel to another
- * number. Raw syscalls pass by the hooks; SendBytes's identity check then stops the reports
+ * number. Raw syscalls pass by the hooks; SendNow's identity check then stops the reports
  * (the watcher says the channel was lost) rather than write into the program's own descriptor. */
 static int OurDescriptor(int fd) { return fd >= 0 && fd == atomic_load(&g_fd) && Followed(); }
 
@@ -727,6 +781,9 @@ static void AfterForkInChild(void) {
   pthread_mutex_init(&g_channel_lock, NULL);
   pthread_mutex_init(&g_marker_lock, NULL);
   pthread_mutex_init(&g_pieces_lock, NULL);
+  t_bundling = 0; /* a fork from a signal handler inside a marker: its messages are the parent's */
+  g_bundle_used = sizeof g_bundle.head;
+  g_bundle_parts = 0;
   const int inherited = atomic_exchange(&g_fd, -1);
   atomic_store(&g_followed, 0);
   atomic_store(&g_leakbound_job_clock, NULL);

@@ -41,6 +41,42 @@ static int WatchChannel(void) {
   return -1;
 }
 
+/* BUNDLE messages (channel.h): one that adds up, carrying a NOTE, then three that do not (a part
+ * past the end, a bundle inside a bundle, fewer parts than its count), each dropped whole. */
+static void SendBundles(int channel) {
+  static unsigned char bytes[LEAKBOUND_WATCH_BUNDLE_BYTES];
+  leakbound_watch_record note;
+  memset(&note, 0, sizeof note);
+  note.magic = LEAKBOUND_WATCH_MAGIC;
+  note.version = LEAKBOUND_WATCH_VERSION;
+  note.kind = LEAKBOUND_WATCH_NOTE;
+  note.pid = (uint32_t)getpid();
+  strcpy(note.text, "a note that came in a bundle");
+  for (int k = 0; k < 4; ++k) {
+    memset(bytes, 0, sizeof bytes);
+    leakbound_watch_bundle head = {LEAKBOUND_WATCH_MAGIC, LEAKBOUND_WATCH_VERSION,
+                                   LEAKBOUND_WATCH_BUNDLE, (uint32_t)getpid(), 2, 0};
+    size_t at = sizeof head;
+    for (int part_index = 0; part_index < 2; ++part_index) {
+      leakbound_watch_part part = {(uint32_t)sizeof note, 0};
+      if (k == 1 && part_index == 1) part.size = 4000; /* past the end */
+      memcpy(bytes + at, &part, sizeof part);
+      if (k == 2 && part_index == 1) { /* a bundle inside */
+        part.size = (uint32_t)sizeof head;
+        memcpy(bytes + at, &part, sizeof part);
+        memcpy(bytes + at + sizeof part, &head, sizeof head);
+        at += sizeof part + sizeof head;
+        continue;
+      }
+      memcpy(bytes + at + sizeof part, &note, sizeof note);
+      at += sizeof part + sizeof note;
+    }
+    if (k == 3) head.count = 3;
+    memcpy(bytes, &head, sizeof head);
+    send(channel, bytes, at, MSG_NOSIGNAL);
+  }
+}
+
 static void Work(unsigned* seed) {
   void* blocks[16];
   for (int i = 0; i < 16; ++i) {
@@ -63,7 +99,8 @@ int main(int argc, char** argv) {
   void* held = NULL;
   const int writes_on_channel = strcmp(mode, "empty-message") == 0 ||
                                 strcmp(mode, "bad-names") == 0 ||
-                                strcmp(mode, "bad-site-census") == 0;
+                                strcmp(mode, "bad-site-census") == 0 ||
+                                strcmp(mode, "bad-bundle") == 0;
   const int channel = writes_on_channel ? WatchChannel() : -1;
   if (writes_on_channel && channel < 0) {
     fprintf(stderr, "c_steps: no connection to leakbound watch found\n");
@@ -103,6 +140,7 @@ int main(int argc, char** argv) {
     send(channel, &batch, offsetof(leakbound_watch_site_batch, entries) + sizeof entries,
          MSG_NOSIGNAL);
   }
+  if (strcmp(mode, "bad-bundle") == 0) SendBundles(channel);
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
     if (strcmp(mode, "recur") == 0 && (step == 149 || step == 299)) kept[step] = malloc(1024);

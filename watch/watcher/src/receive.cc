@@ -1,9 +1,10 @@
-// Receiving a process image's records: one record (or one SITES / CENSUS batch) per
-// SOCK_SEQPACKET message, up to kMessagesPerRead per recvmmsg, applied to its WatchRecording.
+// Receiving a process image's records: one record (or one SITES / CENSUS batch, or a BUNDLE of
+// them) per SOCK_SEQPACKET message, up to kMessagesPerRead per recvmmsg, applied to its WatchRecording.
 // Anything that is not a record of this protocol is counted as malformed and dropped.
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstddef>
@@ -219,10 +220,52 @@ union WatchMessage {
   leakbound_watch_record record;
   leakbound_watch_site_batch batch;
   leakbound_watch_name_batch names;
+  leakbound_watch_bundle bundle;
+  unsigned char bytes[LEAKBOUND_WATCH_BUNDLE_BYTES];
 };
+static_assert(sizeof(WatchMessage) == LEAKBOUND_WATCH_BUNDLE_BYTES, "every message fits a bundle's size");
+
+void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &recording);
+
+// A BUNDLE message (channel.h): its parts, each consumed as a message of its own; one whose
+// parts do not add up (a size past the end, a bundle inside, another count) is dropped whole,
+// checked before any part is used.
+void ConsumeBundle(const WatchMessage &message, size_t size, WatchRecording &recording) {
+  const auto walk = [&](bool keep) {
+    size_t at = sizeof(leakbound_watch_bundle);
+    for (uint32_t i = 0; i < message.bundle.count; ++i) {
+      leakbound_watch_part part{};
+      if (size - at < sizeof part) return false;
+      std::memcpy(&part, message.bytes + at, sizeof part);
+      at += sizeof part;
+      if (part.size > size - at) return false;
+      leakbound_watch_bundle head{};
+      if (part.size >= sizeof head) {
+        std::memcpy(&head, message.bytes + at, sizeof head);
+        if (head.kind == LEAKBOUND_WATCH_BUNDLE) return false;
+      }
+      if (keep) {
+        WatchMessage copy;  // aligned, and whole: a part is read as a message of its own
+        std::memcpy(copy.bytes, message.bytes + at, part.size);
+        ConsumeMessage(copy, part.size, recording);
+      }
+      at += std::min<size_t>((part.size + 7) & ~size_t{7}, size - at);
+    }
+    return at == size;
+  };
+  if (walk(false)) {
+    walk(true);
+  } else {
+    ++recording.malformed_records;
+  }
+}
 
 void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &recording) {
-  if (size >= offsetof(leakbound_watch_site_batch, entries) &&
+  if (size >= sizeof(leakbound_watch_bundle) && message.bundle.magic == LEAKBOUND_WATCH_MAGIC &&
+      message.bundle.version == LEAKBOUND_WATCH_VERSION &&
+      message.bundle.kind == LEAKBOUND_WATCH_BUNDLE) {
+    ConsumeBundle(message, size, recording);
+  } else if (size >= offsetof(leakbound_watch_site_batch, entries) &&
       message.batch.magic == LEAKBOUND_WATCH_MAGIC &&
       message.batch.version == LEAKBOUND_WATCH_VERSION &&
       (message.batch.kind == LEAKBOUND_WATCH_SITES ||

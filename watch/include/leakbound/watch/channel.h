@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 8
+#define LEAKBOUND_WATCH_VERSION 9
 #define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
 #define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
 #define LEAKBOUND_WATCH_SITE_BATCH 168 /* sites in one SITES message (4,056 bytes) */
@@ -96,7 +96,12 @@ typedef enum leakbound_watch_kind {
    * after that; each of its censuses starts with an entry whose reserved is
    * LEAKBOUND_WATCH_SITE_CENSUS_FROM and whose bytes is that first cohort, then its non-empty
    * cohorts. */
-  LEAKBOUND_WATCH_SITE_CENSUS = 17
+  LEAKBOUND_WATCH_SITE_CENSUS = 17,
+  /* Several messages in one (leakbound_watch_bundle): what a marker sends (its SITES, CENSUS,
+   * FRAME, DEVICE ... and its STEP or TICK) goes out in as few sends as fit, each after one check
+   * of the descriptor, instead of a send and a check apiece (a step with call sites on was two
+   * of each). */
+  LEAKBOUND_WATCH_BUNDLE = 18
 } leakbound_watch_kind;
 
 #define LEAKBOUND_WATCH_SITE_CENSUS_FROM 0xffffffffu
@@ -221,8 +226,29 @@ typedef struct leakbound_watch_name_batch {
   unsigned char bytes[LEAKBOUND_WATCH_NAME_BYTES];
 } leakbound_watch_name_batch;
 
+/* A BUNDLE message: the same 24-byte head (`count` parts, seq 0), then `count` parts, each a
+ * uint32_t size, a uint32_t 0 and that many bytes of one message of another kind (never a
+ * BUNDLE), padded with zeros to a multiple of 8; the message ends with the last part. A bundle
+ * that does not add up is dropped whole. At most LEAKBOUND_WATCH_BUNDLE_BYTES in all, as every
+ * other message. */
+#define LEAKBOUND_WATCH_BUNDLE_BYTES 4096
+typedef struct leakbound_watch_bundle {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t kind; /* LEAKBOUND_WATCH_BUNDLE */
+  uint32_t pid;
+  uint32_t count;
+  uint64_t seq;
+} leakbound_watch_bundle;
+typedef struct leakbound_watch_part {
+  uint32_t size;
+  uint32_t reserved;
+} leakbound_watch_part;
+
 #ifdef __cplusplus
 }
+static_assert(sizeof(leakbound_watch_bundle) == 24 && sizeof(leakbound_watch_part) == 8,
+              "a bundle's head is a record's");
 static_assert(sizeof(leakbound_watch_site_batch) <= 4096, "a batch must fit one page");
 static_assert(sizeof(leakbound_watch_name_batch) == 4096, "a batch must fit one page");
 static_assert(sizeof(leakbound_watch_record) <= 512, "a record must stay far below PIPE_BUF");
