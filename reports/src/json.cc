@@ -209,18 +209,25 @@ template <typename Json>
 void AppendPackedNumbers(const Json& value, std::string_view separator, std::string& out) {
   const auto& bytes = value.get_binary();
   const std::size_t count = bytes.size() / sizeof(double);
-  const std::size_t start = out.size();
-  const std::size_t most = start + count * (separator.size() + kMostDoubleChars);
-  if (most > out.capacity()) out.reserve(std::max(most, 2 * out.capacity()));  // amortised
-  out.resize(most);
-  char* next = out.data() + start;
+  // Written into a buffer on the stack and appended a few KiB at a time: `out` grows by what is
+  // written, never zero-filled ahead for the longest numbers (a resize to the worst case wrote
+  // 34 bytes a value twice, and faulted in pages the text never used).
+  const std::size_t likely = out.size() + count * (separator.size() + 12);  // room, not filled
+  if (likely > out.capacity()) out.reserve(std::max(likely, 2 * out.capacity()));  // amortised
+  char buffer[8192];
+  char* next = buffer;
+  const std::size_t most = separator.size() + kMostDoubleChars;
   for (std::size_t i = 0; i < count; ++i) {
+    if (static_cast<std::size_t>(buffer + sizeof buffer - next) < most) {
+      out.append(buffer, static_cast<std::size_t>(next - buffer));
+      next = buffer;
+    }
     double v = 0;
     std::memcpy(&v, bytes.data() + i * sizeof(double), sizeof v);
     if (i > 0) next = std::copy(separator.begin(), separator.end(), next);
     next = WriteDouble(v, next);
   }
-  out.resize(static_cast<std::size_t>(next - out.data()));
+  out.append(buffer, static_cast<std::size_t>(next - buffer));
 }
 
 template <typename Json>
