@@ -55,6 +55,13 @@ expect 2 "neither names nor --all" -- "$lb" run --out "$tmp/a"
 [[ -e "$tmp/a/report.json" ]] && { echo "FAIL: a report was written on bad input"; failures=$((failures + 1)); }
 touch "$tmp/file"
 expect 2 "output folder is a file" -- "$lb" run mlp_sgd --out "$tmp/file/sub" -q
+# OpenBLAS is loaded when the CPU device is made: one that cannot be loaded is a usage error
+# that says which library and what to do, and nothing is written.
+LEAKBOUND_OPENBLAS=/nonexistent/libopenblas.so.0 \
+  expect 2 "openblas missing" -- "$lb" run mlp_sgd --out "$tmp/noblas" -q
+expect_stderr "needs OpenBLAS, which could not be loaded (/nonexistent/libopenblas.so.0"
+expect_stderr "LEAKBOUND_OPENBLAS"
+[[ -e "$tmp/noblas/report.json" ]] && { echo "FAIL: a run without OpenBLAS wrote a report"; failures=$((failures + 1)); }
 expect 2 "cuda on a machine without one" -- "$lb" run mlp_sgd --device cuda --out "$tmp/c" -q
 expect_stderr "cuda"
 no_folder() {  # a refused command leaves no output folder behind

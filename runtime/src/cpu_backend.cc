@@ -2,12 +2,15 @@
 // It is the specification the CUDA backend is tested against, so clarity beats cleverness here,
 // except in Gemm and the bias+activation epilogue that dominate the step time.
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "leakbound/runtime/backend.h"
 #include "leakbound/runtime/errors.h"
@@ -48,6 +51,50 @@ blasint BlasDim(std::int64_t value, const char* name) {
   return static_cast<blasint>(value);
 }
 
+// OpenBLAS, loaded when the first CPU backend is made rather than when the program starts:
+// loading it (with libgfortran) and its constructor (a thread per core, a 128 MiB buffer) took
+// ~3 ms at every start of `leakbound`, whose commands but `run` never multiply a matrix
+// (`leakbound --version`: 6.9 -> 3.2 ms). <cblas.h> gives the functions' types; nothing links
+// them. LEAKBOUND_OPENBLAS names another library to load (a path or a soname: an OpenMP build).
+#ifndef LEAKBOUND_OPENBLAS_SONAME
+#define LEAKBOUND_OPENBLAS_SONAME "libopenblas.so.0"
+#endif
+struct Blas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&openblas_set_num_threads) set_num_threads = nullptr;
+  std::string error;  // why it could not be loaded; empty when it was
+};
+
+const Blas& LoadedBlas() {
+  static const Blas blas = [] {
+    Blas b;
+    void* handle = nullptr;
+    std::string tried;
+    const char* chosen = std::getenv("LEAKBOUND_OPENBLAS");
+    const std::vector<const char*> names =
+        chosen && *chosen ? std::vector<const char*>{chosen}
+                          : std::vector<const char*>{LEAKBOUND_OPENBLAS_SONAME, "libopenblas.so"};
+    for (const char* name : names) {
+      handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);  // kept open for the process's life
+      if (handle) break;
+      const char* why = ::dlerror();
+      tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
+    }
+    if (!handle) {
+      b.error = "the CPU backend needs OpenBLAS, which could not be loaded (" + tried + "); " +
+                (chosen && *chosen ? "check LEAKBOUND_OPENBLAS, or unset it"
+                                   : "install it (Debian: apt-get install libopenblas0)");
+      return b;
+    }
+    b.sgemm = reinterpret_cast<decltype(b.sgemm)>(::dlsym(handle, "cblas_sgemm"));
+    b.set_num_threads =
+        reinterpret_cast<decltype(b.set_num_threads)>(::dlsym(handle, "openblas_set_num_threads"));
+    if (!b.sgemm) b.error = "the OpenBLAS library that was loaded has no cblas_sgemm";
+    return b;
+  }();
+  return blas;
+}
+
 // y = act(x + bias) over a rows x cols block, one tight loop per (activation, bias) pair so that
 // the compiler can vectorise the cheap ones. x may alias y.
 template <class Act>
@@ -78,8 +125,11 @@ void ActivationBackwardLoop(std::int64_t n, const float* dy, float* dx, bool acc
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int blas_threads) {
-    if (blas_threads > 0) openblas_set_num_threads(blas_threads);
+  explicit CpuBackend(int blas_threads) : sgemm_(LoadedBlas().sgemm) {
+    if (!LoadedBlas().error.empty()) throw DeviceUnavailableError(LoadedBlas().error);
+    if (blas_threads > 0 && LoadedBlas().set_num_threads) {
+      LoadedBlas().set_num_threads(blas_threads);
+    }
   }
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string Describe() const override { return "cpu (CPU stub, OpenBLAS)"; }
@@ -110,7 +160,7 @@ class CpuBackend final : public Backend {
     const blasint bm = BlasDim(m, "m"), bn = BlasDim(n, "n"), bk = BlasDim(k, "k");
     const blasint blda = BlasDim(lda, "lda"), bldb = BlasDim(ldb, "ldb");
     const blasint bldc = BlasDim(ldc, "ldc");
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+    sgemm_(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, bm, bn, bk, alpha, a, blda, b, bldb, beta, c,
                 bldc);
   }
@@ -322,6 +372,9 @@ class CpuBackend final : public Backend {
     for (std::int64_t i = 0; i < n; ++i) count += std::isfinite(x[i]) ? 0 : 1;
     return count;
   }
+
+ private:
+  decltype(&cblas_sgemm) sgemm_;
 };
 
 }  // namespace
