@@ -30,6 +30,7 @@
 #include "leakbound/reports/json.h"
 #include "leakbound/reports/junit.h"
 #include "leakbound/reports/markdown.h"
+#include "leakbound/runtime/backend.h"
 #include "leakbound/runtime/errors.h"
 
 namespace fs = std::filesystem;
@@ -285,6 +286,10 @@ int CmdRun(const RunFlags& flags, const std::vector<std::string>& names, bool al
   lb::harness::StartDeviceObservers(options.run.device);  // before the first CUDA call
   lb::harness::DeviceClass(
       options.run.device);  // opens the device: fails before anything is written
+  // The CPU device loads OpenBLAS when its first backend is made: a missing one is said here,
+  // and its loading is not inside any workload's blocks. Only `run` does this: the other
+  // commands never multiply, and OpenBLAS's worker threads spin for ~0.1 s after it loads.
+  if (options.run.device.kind == lb::runtime::DeviceKind::kCpu) (void)lb::runtime::MakeCpuBackend();
   const OutputFolder folder(out);
   EnsureWritableDir(out);
   options.stop = &g_stop_signal;

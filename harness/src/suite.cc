@@ -17,7 +17,6 @@
 #include <stdexcept>
 
 #include "leakbound/reports/format.h"
-#include "leakbound/runtime/backend.h"
 #include "leakbound/runtime/trainer.h"
 
 #ifndef LEAKBOUND_GIT_COMMIT
@@ -130,12 +129,7 @@ class Progress {
 }  // namespace
 
 std::string DeviceClass(const runtime::Device& device) {
-  if (device.kind == runtime::DeviceKind::kCpu) {
-    // Opened as a CUDA device is below: the CPU backend loads OpenBLAS, so a missing one is said
-    // here, before anything is written, and its loading is not inside any workload's blocks.
-    (void)runtime::MakeCpuBackend();
-    return "cpu";
-  }
+  if (device.kind == runtime::DeviceKind::kCpu) return "cpu";
   std::string name = DeviceDescription(device);
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
