@@ -364,6 +364,18 @@ PY
     # Every figure of a watched report is measured: allocs/step is the program's 16 mallocs a step.
     allocs=$(report_field "w['allocations_per_step']")
     [ "$allocs" = "16.0" ] || fail "allocations_per_step $allocs, want exactly 16.0 (the program's mallocs a step)"
+    # Its messages came through the ring (channel.h), not one send each.
+    report_field "w['description']" | grep -q "no ring" && fail "the program sent every message: $(report_field "w['description']")"
+    ;;
+  c_bad_ring)
+    # A program that writes over its ring (a part whose size runs past the end, after 149 steps):
+    # the watcher reads up to it, says so, counts it, ends the connection, and the program is not
+    # left waiting for room (it exits; the timeout would catch a hang).
+    watch_expect 0 -- "$c_steps" bad-ring 200
+    steps=$(python3 -c "import json; print(len(json.load(open('$out/trace.json'))['traces'][0]['counters'][0]['values']))")
+    [ "$steps" = 149 ] || fail "$steps steps arrived, want the 149 before the ring was written over"
+    report_field "w['description']" | grep -q "ring was written over" || fail "the report does not say the ring was written over"
+    report_field "w['description']" | grep -q "1 malformed channel records dropped" || fail "the report does not count it"
     ;;
   threads_sites_leak)
     # Four threads, 160 call sites, blocks freed on another thread than the one that allocated
@@ -529,6 +541,8 @@ PY
     echo "  bare: $bare; watched: $watched (watch exit $rc)"
     [ "$watched" = "$bare" ] || { cat "$out_root/$case_name.stderr" >&2; fail "watched got '$watched', bare '$bare'"; }
     [ -f "$out/report.json" ] || fail "no report"
+    # Under the limit the program sends its messages: the ring's 132 KiB would count there.
+    report_field "w['description']" | grep -q "no ring (an address-space limit" || fail "the report does not say why the program had no ring"
     ;;
   c_trace_in_the_way)
     # trace.json cannot be put in place (a folder is in the way): watch says so and exits 2, and

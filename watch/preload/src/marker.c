@@ -72,23 +72,150 @@ static int ChannelIntact(int fd) {
   return fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == g_channel_ino;
 }
 
-/* Sends one message; stops following when the channel is gone. The descriptor is checked first:
- * a program that closed it behind the hooks below (a raw close_range syscall) and opened its own
- * socket at that number must never receive a record. */
+/* The ring (channel.h): made with the connection, handed over with the HELLO, then written
+ * instead of sending (guarded by g_channel_lock). NULL: every message is sent. */
+static leakbound_watch_ring *g_ring;
+static int g_ring_fd = -1;       /* the ring's memfd until the HELLO has handed it over */
+static uint64_t g_ring_head;     /* the ring's head: this process is its only writer */
+static uint64_t g_ring_tail;     /* the watcher's tail as last read */
+static uint64_t g_ring_woken_at; /* the head when WAKE was last sent */
+static const size_t kRingMapped = LEAKBOUND_WATCH_RING_DATA + LEAKBOUND_WATCH_RING_BYTES;
+
+static void DropRing(void) {
+  if (g_ring) syscall(SYS_munmap, g_ring, kRingMapped);
+  if (g_ring_fd >= 0) syscall(SYS_close, g_ring_fd);
+  g_ring = NULL;
+  g_ring_fd = -1;
+}
+
+/* A ring for this image's connection; none (every message sent) when the kernel refuses any
+ * step (no memfd_create: a seccomp filter), and none under an address-space limit (ulimit -v):
+ * its 132 KiB count there, and a program at its limit would run out one allocation earlier than
+ * bare (watch.address_space_limit). Raw syscalls: no hook of the preload's sees the mapping. */
+static const char *g_no_ring; /* why this image sends every message, or NULL */
+static void MakeRing(void) {
+  g_no_ring = NULL;
+  struct rlimit space;
+  if (getrlimit(RLIMIT_AS, &space) == 0 && space.rlim_cur != RLIM_INFINITY) {
+    g_no_ring = "an address-space limit (ulimit -v), where the ring's 132 KiB would count";
+    return;
+  }
+  const int fd = (int)syscall(SYS_memfd_create, "leakbound-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    g_no_ring = "memfd_create was refused";
+    return;
+  }
+  void *at = MAP_FAILED;
+  if (syscall(SYS_ftruncate, fd, (long)kRingMapped) == 0 &&
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
+    at = (void *)syscall(SYS_mmap, NULL, kRingMapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  if (at == MAP_FAILED || (long)at < 0) {
+    syscall(SYS_close, fd);
+    g_no_ring = "its memory could not be made or mapped";
+    return;
+  }
+  g_ring = (leakbound_watch_ring *)at;
+  g_ring->magic = LEAKBOUND_WATCH_MAGIC;
+  g_ring->version = LEAKBOUND_WATCH_VERSION;
+  g_ring->bytes = LEAKBOUND_WATCH_RING_BYTES;
+  g_ring_fd = fd;
+  g_ring_head = g_ring_tail = g_ring_woken_at = 0;
+}
+
+/* One message on the connection, with the ring's descriptor while it is not handed over (the
+ * HELLO); 0 once the channel is gone. The descriptor is checked first: a program that closed it
+ * behind the hooks below (a raw close_range syscall) and opened its own socket at that number
+ * must never receive a record. Under g_channel_lock. */
+static int SendOnConnection(const void *bytes, size_t size, int flags) {
+  const int fd = atomic_load(&g_fd);
+  if (!ChannelIntact(fd)) return 0;
+  struct iovec part = {(void *)bytes, size};
+  struct msghdr message;
+  memset(&message, 0, sizeof message);
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  union {
+    struct cmsghdr align;
+    char bytes[CMSG_SPACE(sizeof(int))];
+  } control;
+  if (g_ring_fd >= 0) {
+    memset(&control, 0, sizeof control);
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof control.bytes;
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &g_ring_fd, sizeof(int));
+  }
+  for (;;) {
+    if (sendmsg(fd, &message, MSG_NOSIGNAL | flags) >= 0) break;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN && (flags & MSG_DONTWAIT)) return 1; /* a WAKE: enough are waiting */
+    if (g_ring_fd >= 0) DropRing(); /* not handed over: every message is sent */
+    return 0;
+  }
+  if (g_ring_fd >= 0) { /* handed over: the watcher holds it now */
+    syscall(SYS_close, g_ring_fd);
+    g_ring_fd = -1;
+  }
+  return 1;
+}
+
+/* WAKE (channel.h): the ring is filling. 0 once the channel is gone. */
+static int WakeWatcher(void) {
+  leakbound_watch_bundle wake = {LEAKBOUND_WATCH_MAGIC, LEAKBOUND_WATCH_VERSION,
+                                 LEAKBOUND_WATCH_WAKE, (uint32_t)g_pid, 0, 0};
+  g_ring_woken_at = g_ring_head;
+  return SendOnConnection(&wake, sizeof wake, MSG_DONTWAIT);
+}
+
+/* Writes one message into the ring; when it has no room, wakes the watcher and waits for it
+ * (as a send waits for room in the socket's buffer). 0 once the channel is gone. */
+static int RingPut(const void *bytes, size_t size) {
+  const uint64_t data = LEAKBOUND_WATCH_RING_BYTES;
+  const size_t need = sizeof(leakbound_watch_part) + ((size + 7) & ~(size_t)7);
+  unsigned char *base = (unsigned char *)g_ring + LEAKBOUND_WATCH_RING_DATA;
+  for (int waited = 0;; ++waited) {
+    const uint64_t at = g_ring_head & (data - 1);
+    const uint64_t skip = data - at < need ? data - at : 0;
+    if (g_ring_head + skip + need - g_ring_tail > data) {
+      g_ring_tail = __atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE);
+      if (g_ring_head + skip + need - g_ring_tail > data) {
+        if ((waited % 64 == 0 && !WakeWatcher()) || !Followed()) return 0;
+        const struct timespec pause = {0, 100 * 1000};
+        nanosleep(&pause, NULL);
+        continue;
+      }
+    }
+    if (skip) {
+      const leakbound_watch_part filler = {LEAKBOUND_WATCH_RING_SKIP, 0};
+      memcpy(base + at, &filler, sizeof filler);
+      g_ring_head += skip;
+    }
+    unsigned char *to = base + (g_ring_head & (data - 1));
+    const leakbound_watch_part part = {(uint32_t)size, 0};
+    memcpy(to, &part, sizeof part);
+    memcpy(to + sizeof part, bytes, size);
+    memset(to + sizeof part + size, 0, need - sizeof part - size);
+    g_ring_head += need;
+    __atomic_store_n(&g_ring->head, g_ring_head, __ATOMIC_RELEASE);
+    /* Half full (as last seen) and not woken for a quarter of the ring since: WAKE. */
+    if (g_ring_head - g_ring_tail >= data / 2 && g_ring_head - g_ring_woken_at >= data / 4) {
+      g_ring_tail = __atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE);
+      if (g_ring_head - g_ring_tail >= data / 2) return WakeWatcher();
+    }
+    return 1;
+  }
+}
+
+/* One message: into the ring once the HELLO has handed it over, else sent. Stops following when
+ * the channel is gone. */
 static void SendNow(const void *bytes, size_t size) {
   pthread_mutex_lock(&g_channel_lock); /* a dup2 onto the channel's number waits for the send */
-  const int fd = atomic_load(&g_fd);
-  if (!ChannelIntact(fd)) {
-    atomic_store(&g_followed, 0);
-  } else {
-    for (;;) {
-      ssize_t sent = send(fd, bytes, size, MSG_NOSIGNAL);
-      if (sent >= 0) break;
-      if (errno == EINTR) continue;
-      atomic_store(&g_followed, 0);
-      break;
-    }
-  }
+  const int sent = g_ring && g_ring_fd < 0 ? RingPut(bytes, size) : SendOnConnection(bytes, size, 0);
+  if (!sent) atomic_store(&g_followed, 0);
   pthread_mutex_unlock(&g_channel_lock);
 }
 
@@ -123,7 +250,7 @@ static void SendBundle(void) {
 
 /* One message: into the marker's bundle while it fills one, else sent now. */
 static void SendBytes(const void *bytes, size_t size) {
-  if (!t_bundling) {
+  if (!t_bundling || g_ring) { /* a ring: each message costs a copy, not a send */
     SendNow(bytes, size);
     return;
   }
@@ -386,7 +513,21 @@ LB_EXPORT int leakbound_census_due(void) {
 
 /* One sample and what goes with it, under g_marker_lock. `at_clock`: a sample at the job's clock,
  * taken inside an allocation call of the program (the device sampler is not called there). */
+/* With a ring, no send checks the descriptor at each step: every kRingCheckEvery samples the
+ * marker does, so that a program that closed it behind the hooks (a raw close_range) stops being
+ * followed within a few steps, as a send would have found (watch.hostile_raw_close). */
+enum { kRingCheckEvery = 8 };
+static int ChannelStillOurs(void) {
+  if (!g_ring || g_samples % kRingCheckEvery != 0) return 1;
+  pthread_mutex_lock(&g_channel_lock);
+  const int ours = ChannelIntact(atomic_load(&g_fd));
+  pthread_mutex_unlock(&g_channel_lock);
+  if (!ours) atomic_store(&g_followed, 0);
+  return ours;
+}
+
 static void MarkLocked(leakbound_watch_kind kind, int at_clock) {
+  if (!ChannelStillOurs()) return;
   t_bundling = 1;
   leakbound_watch_record record;
   memset(&record, 0, sizeof record);
@@ -741,12 +882,18 @@ static void Begin(int origin) {
   }
   g_channel_ino = st.st_ino;
   atomic_store(&g_fd, fd);
+  MakeRing(); /* handed over with the HELLO below */
   g_pid = getpid();
   g_origin = origin;
   g_parent_pid = origin == LEAKBOUND_WATCH_ORIGIN_FORK ? (uint64_t)t_forking_pid
                                                        : (uint64_t)getppid();
   atomic_store(&g_followed, 1);
   SendHello();
+  if (g_no_ring) {
+    char text[LEAKBOUND_WATCH_TEXT];
+    snprintf(text, sizeof text, "channel: every message sent, no ring (%s)", g_no_ring);
+    SendText(LEAKBOUND_WATCH_NOTE, text);
+  }
   /* Samples at the job's clock until it marks a step of its own (or has its own timer). */
   if (g_clock_page && g_interval_ns == 0) {
     atomic_store(&g_leakbound_job_seen, atomic_load(g_clock_page));
@@ -784,6 +931,8 @@ static void AfterForkInChild(void) {
   t_bundling = 0; /* a fork from a signal handler inside a marker: its messages are the parent's */
   g_bundle_used = sizeof g_bundle.head;
   g_bundle_parts = 0;
+  /* The parent's ring is never written here (its records would be the parent's). */
+  DropRing();
   const int inherited = atomic_exchange(&g_fd, -1);
   atomic_store(&g_followed, 0);
   atomic_store(&g_leakbound_job_clock, NULL);
@@ -843,6 +992,32 @@ __attribute__((constructor(103))) static void StartWatch(void) {
   leakbound_heap_exclude_end();
 }
 
+/* Before the process ends: until the watcher has read what it wrote (a WAKE, then at most
+ * 100 ms). A process that ends within a few milliseconds of its start would otherwise be gone
+ * (reaped by its parent) before the watcher accepted its connection, and a process watch cannot
+ * see in the job is never judged (a pre-forking server's workers: watch.tree_prefork_leak). */
+static void AwaitWatcher(void) { /* in the followed process */
+  if (!g_ring || g_ring_fd >= 0) return;
+  pthread_mutex_lock(&g_channel_lock);
+  const uint64_t written = g_ring_head;
+  const int woken = __atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE) == written || WakeWatcher();
+  pthread_mutex_unlock(&g_channel_lock);
+  const struct timespec pause = {0, 50 * 1000};
+  for (int i = 0; woken && i < 2000; ++i) {
+    if (__atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE) == written) return;
+    nanosleep(&pause, NULL);
+  }
+}
+
+/* _exit (a forked worker's way out, Python's os._exit): what the process wrote is read first.
+ * glibc's own calls (exit's) do not come here; exit runs the destructor below. */
+LB_EXPORT void _exit(int status) {
+  if (Followed()) AwaitWatcher();
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+LB_EXPORT void _Exit(int status) { _exit(status); }
+
 __attribute__((destructor)) static void StopWatch(void) {
   if (!Followed()) return;
   leakbound_heap_exclude_begin();
@@ -857,5 +1032,6 @@ __attribute__((destructor)) static void StopWatch(void) {
   Send(&bye);
   atomic_store(&g_followed, 0);
   pthread_mutex_unlock(&g_marker_lock);
+  AwaitWatcher();
   leakbound_heap_exclude_end();
 }

@@ -77,6 +77,23 @@ static void SendBundles(int channel) {
   }
 }
 
+/* The ring this process writes its messages into (channel.h), found in /proc/self/maps; NULL
+ * when it has none. */
+static leakbound_watch_ring* OwnRing(void) {
+  FILE* maps = fopen("/proc/self/maps", "r");
+  if (!maps) return NULL;
+  char line[512];
+  void* found = NULL;
+  while (!found && fgets(line, sizeof line, maps)) {
+    unsigned long start = 0;
+    if (strstr(line, "/memfd:leakbound-channel") && sscanf(line, "%lx-", &start) == 1) {
+      found = (void*)start;
+    }
+  }
+  fclose(maps);
+  return (leakbound_watch_ring*)found;
+}
+
 static void Work(unsigned* seed) {
   void* blocks[16];
   for (int i = 0; i < 16; ++i) {
@@ -101,6 +118,7 @@ int main(int argc, char** argv) {
                                 strcmp(mode, "bad-names") == 0 ||
                                 strcmp(mode, "bad-site-census") == 0 ||
                                 strcmp(mode, "bad-bundle") == 0;
+
   const int channel = writes_on_channel ? WatchChannel() : -1;
   if (writes_on_channel && channel < 0) {
     fprintf(stderr, "c_steps: no connection to leakbound watch found\n");
@@ -141,6 +159,11 @@ int main(int argc, char** argv) {
          MSG_NOSIGNAL);
   }
   if (strcmp(mode, "bad-bundle") == 0) SendBundles(channel);
+  leakbound_watch_ring* ring = strcmp(mode, "bad-ring") == 0 ? OwnRing() : NULL;
+  if (strcmp(mode, "bad-ring") == 0 && !ring) {
+    fprintf(stderr, "c_steps: no ring found in /proc/self/maps\n");
+    return 3;
+  }
   for (int step = 0; step < steps; ++step) {
     Work(&seed);
     if (strcmp(mode, "recur") == 0 && (step == 149 || step == 299)) kept[step] = malloc(1024);
@@ -189,7 +212,17 @@ int main(int argc, char** argv) {
       }
       waitpid(child, NULL, 0);
     }
+    const uint64_t before = ring ? __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) : 0;
     if (strcmp(mode, "nomark") != 0) leakbound_watch_step();
+    if (ring && step == 148) { /* the first 149 steps read */
+      const struct timespec settle = {0, 50 * 1000 * 1000};
+      nanosleep(&settle, NULL);
+    }
+    if (ring && step >= 149 && step < 159) { /* each of the next steps' records: a size past the end */
+      unsigned char* part = (unsigned char*)ring + LEAKBOUND_WATCH_RING_DATA + (before & (ring->bytes - 1));
+      const uint32_t huge = 0x7fffff00u;
+      memcpy(part, &huge, sizeof huge);
+    }
   }
   if (strcmp(mode, "crash") == 0) {
     volatile int* nowhere = NULL;

@@ -28,8 +28,34 @@ bool LooksLikeCuda(const fs::path &program);
 // Why no injection reported, for a program expected to use CUDA.
 std::string DeviceAbsentReason(const WatchPaths &paths);
 
-// Reads every message waiting on the connection into `recording`; false once no writer is left.
-bool Drain(int fd, WatchRecording &recording, bool block);
+// The ring a process hands over with its HELLO (channel.h), mapped while its connection is open.
+class ChannelRing {
+ public:
+  ChannelRing() = default;
+  ChannelRing(const ChannelRing &) = delete;
+  ChannelRing &operator=(const ChannelRing &) = delete;
+  ~ChannelRing();
+  // Maps the memfd `fd` (taking it: closed either way); "" when mapped, else why not.
+  std::string Attach(int fd);
+  bool attached() const { return ring_ != nullptr; }
+  // Whether messages wait in it (a load of its head).
+  bool Pending() const;
+  // Reads every message it holds into `recording`. A part that does not fit (a size past the
+  // data, or past what was written) is counted malformed and the ring is read no more: false.
+  bool Read(WatchRecording &recording);
+  // Messages read from it so far.
+  std::uint64_t messages() const { return messages_; }
+
+ private:
+  leakbound_watch_ring *ring_ = nullptr;
+  std::uint64_t tail_ = 0;
+  std::uint64_t messages_ = 0;
+  bool broken_ = false;
+};
+
+// Reads every message waiting on the connection, then in its ring, into `recording`; false once
+// no writer is left (the ring read to its end first).
+bool Drain(int fd, ChannelRing &ring, WatchRecording &recording, bool block);
 
 // The folder the job's processes connect through: mode 0700 (no other user can reach the
 // socket), in $TMPDIR when its path fits a socket address, else /tmp. Holds the listening socket

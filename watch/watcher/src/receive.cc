@@ -1,8 +1,12 @@
 // Receiving a process image's records: one record (or one SITES / CENSUS batch, or a BUNDLE of
 // them) per SOCK_SEQPACKET message, up to kMessagesPerRead per recvmmsg, applied to its WatchRecording.
 // Anything that is not a record of this protocol is counted as malformed and dropped.
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -261,6 +265,11 @@ void ConsumeBundle(const WatchMessage &message, size_t size, WatchRecording &rec
 }
 
 void ConsumeMessage(const WatchMessage &message, size_t size, WatchRecording &recording) {
+  if (size == sizeof(leakbound_watch_bundle) && message.bundle.magic == LEAKBOUND_WATCH_MAGIC &&
+      message.bundle.version == LEAKBOUND_WATCH_VERSION &&
+      message.bundle.kind == LEAKBOUND_WATCH_WAKE) {
+    return;  // the ring is read after every read of the connection
+  }
   if (size >= sizeof(leakbound_watch_bundle) && message.bundle.magic == LEAKBOUND_WATCH_MAGIC &&
       message.bundle.version == LEAKBOUND_WATCH_VERSION &&
       message.bundle.kind == LEAKBOUND_WATCH_BUNDLE) {
@@ -301,11 +310,95 @@ std::string WatchRecording::Ending() const {
 
 namespace detail {
 
-// Reads every message waiting on the socket, kMessagesPerRead per recvmmsg;
-// returns false once no writer is left.
+constexpr size_t kRingMapped = LEAKBOUND_WATCH_RING_DATA + LEAKBOUND_WATCH_RING_BYTES;
+
+ChannelRing::~ChannelRing() {
+  if (ring_) ::munmap(ring_, kRingMapped);
+}
+
+std::string ChannelRing::Attach(int fd) {
+  struct stat st {};
+  std::string why;
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (ring_) {
+    why = "a second ring";
+  } else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+             static_cast<std::uint64_t>(st.st_size) != kRingMapped) {
+    why = "not a ring of " + std::to_string(kRingMapped) + " bytes";
+  } else if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+    why = "not sealed against resizing";  // a shrunk file would fault (SIGBUS) on our reads
+  } else {
+    void *at = ::mmap(nullptr, kRingMapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (at == MAP_FAILED) {
+      why = std::string("mmap: ") + std::strerror(errno);
+    } else {
+      auto *ring = static_cast<leakbound_watch_ring *>(at);
+      if (ring->magic != LEAKBOUND_WATCH_MAGIC || ring->version != LEAKBOUND_WATCH_VERSION ||
+          ring->bytes != LEAKBOUND_WATCH_RING_BYTES) {
+        why = "its head is not this protocol's";
+        ::munmap(at, kRingMapped);
+      } else {
+        ring_ = ring;
+        tail_ = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+      }
+    }
+  }
+  ::close(fd);
+  return why;
+}
+
+bool ChannelRing::Pending() const {
+  return ring_ && !broken_ && __atomic_load_n(&ring_->head, __ATOMIC_ACQUIRE) != tail_;
+}
+
+bool ChannelRing::Read(WatchRecording &recording) {
+  if (!ring_ || broken_) return !broken_;
+  constexpr std::uint64_t kData = LEAKBOUND_WATCH_RING_BYTES;
+  const unsigned char *data = reinterpret_cast<const unsigned char *>(ring_) + LEAKBOUND_WATCH_RING_DATA;
+  static WatchMessage message;  // 4 KiB, reused; the part is copied out before it is read
+  const std::uint64_t head = __atomic_load_n(&ring_->head, __ATOMIC_ACQUIRE);
+  bool bad = head - tail_ > kData || head % 8 != 0;
+  while (!bad && tail_ != head) {
+    const std::uint64_t at = tail_ & (kData - 1);
+    leakbound_watch_part part{};
+    std::memcpy(&part, data + at, sizeof part);
+    if (part.size == LEAKBOUND_WATCH_RING_SKIP) {
+      bad = kData - at > head - tail_;
+      if (!bad) tail_ += kData - at;
+      continue;
+    }
+    const std::uint64_t need = sizeof part + ((std::uint64_t{part.size} + 7) & ~std::uint64_t{7});
+    if (part.size > sizeof message || need > kData - at || need > head - tail_) {
+      bad = true;
+      break;
+    }
+    std::memcpy(message.bytes, data + at + sizeof part, part.size);
+    ++recording.messages;
+    ++messages_;
+    ConsumeMessage(message, part.size, recording);
+    tail_ += need;
+  }
+  if (bad) {  // a program that wrote over its ring: what it held from here is not read
+    broken_ = true;
+    ++recording.malformed_records;
+    recording.notes.push_back(
+        "its channel's ring was written over (a message that does not fit): what came after is "
+        "lost");
+  }
+  __atomic_store_n(&ring_->tail, tail_, __ATOMIC_RELEASE);
+  return !broken_;
+}
+
+// Reads every message waiting on the socket, kMessagesPerRead per recvmmsg; returns false once
+// no writer is left. A descriptor can come only with a HELLO (the ring); any
+// other is closed and the message counted malformed.
 constexpr unsigned kMessagesPerRead = 64;
-bool Drain(int fd, WatchRecording &recording, bool block) {
+bool DrainConnection(int fd, ChannelRing &ring, WatchRecording &recording, bool block) {
   static std::vector<WatchMessage> messages(kMessagesPerRead);  // 256 KiB, reused
+  struct Control {
+    alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int) * 4)];
+  };
+  static std::vector<Control> controls(kMessagesPerRead);
   std::array<iovec, kMessagesPerRead> vectors{};
   std::array<mmsghdr, kMessagesPerRead> headers{};
   for (;;) {
@@ -314,15 +407,44 @@ bool Drain(int fd, WatchRecording &recording, bool block) {
       headers[i] = {};
       headers[i].msg_hdr.msg_iov = &vectors[i];
       headers[i].msg_hdr.msg_iovlen = 1;
+      headers[i].msg_hdr.msg_control = controls[i].bytes;
+      headers[i].msg_hdr.msg_controllen = sizeof controls[i].bytes;
     }
     const int got = ::recvmmsg(fd, headers.data(), kMessagesPerRead,
-                               block ? MSG_WAITFORONE : MSG_DONTWAIT, nullptr);
+                               MSG_CMSG_CLOEXEC | (block ? MSG_WAITFORONE : MSG_DONTWAIT), nullptr);
     if (got < 0) {
       if (errno == EINTR) continue;
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
     recording.messages += static_cast<std::uint64_t>(got);
     for (int i = 0; i < got; ++i) {
+      msghdr &header = headers[i].msg_hdr;
+      std::vector<int> fds;
+      for (cmsghdr *c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t k = 0; k < n; ++k) {
+          int received = -1;
+          std::memcpy(&received, CMSG_DATA(c) + k * sizeof(int), sizeof received);
+          fds.push_back(received);
+        }
+      }
+      const bool hello = headers[i].msg_len == sizeof(leakbound_watch_record) &&
+                         messages[i].record.magic == LEAKBOUND_WATCH_MAGIC &&
+                         messages[i].record.kind == LEAKBOUND_WATCH_HELLO;
+      if (hello && fds.size() == 1 && !ring.attached()) {
+        if (const std::string why = ring.Attach(fds[0]); !why.empty()) {
+          // The program writes into a ring nobody reads: end the connection, so that it stops
+          // (its next wake-up fails) rather than waits for room forever.
+          recording.notes.push_back("watch could not read this process's channel (" + why +
+                                    "): what it sent after its start is lost");
+          ++recording.malformed_records;
+          return false;
+        }
+      } else if (!fds.empty() || (header.msg_flags & MSG_CTRUNC)) {
+        for (const int extra : fds) ::close(extra);
+        ++recording.malformed_records;
+      }
       // A zero-length message is the end of the stream only once every writer has closed;
       // before that it is a program writing an empty message on the descriptor: skipped.
       if (headers[i].msg_len == 0) {
@@ -340,6 +462,14 @@ bool Drain(int fd, WatchRecording &recording, bool block) {
     if (got == 0) return false;
     block = false;
   }
+}
+
+bool Drain(int fd, ChannelRing &ring, WatchRecording &recording, bool block) {
+  const bool open = DrainConnection(fd, ring, recording, block);
+  // After the connection: its HELLO hands the ring over. A ring written over ends the connection,
+  // so that the program stops (its next wake-up fails) rather than waits for room forever.
+  const bool readable = ring.Read(recording);
+  return open && readable;
 }
 
 }  // namespace detail

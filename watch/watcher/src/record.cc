@@ -132,6 +132,7 @@ constexpr int kPrivateMemoryShare = 50;
 struct Connection {
   int fd = -1;
   size_t image = 0;  // index in WatchJob::images
+  std::unique_ptr<detail::ChannelRing> ring = std::make_unique<detail::ChannelRing>();
   std::chrono::steady_clock::time_point private_read{};  // the last smaps_rollup read
   std::chrono::steady_clock::duration private_every = kPrivateMemoryEvery;
   // RSS and PSS read when the process was first heard from with no sample yet (it had just
@@ -150,6 +151,10 @@ constexpr auto kShortestRest = std::chrono::microseconds(50);
 // Records the busiest connection should bring in one round: a third of what a program's socket
 // buffer holds (~190 records of the default 208 KiB).
 constexpr std::uint64_t kRecordsPerRest = 64;
+// How often the rings are read while messages come (a 20,000-step loop writes ~40 KiB of its
+// 128 KiB ring in 2 ms), and at the longest while none do.
+constexpr std::chrono::microseconds kRingEvery{2000};
+constexpr std::chrono::microseconds kRingQuiet{32000};
 
 // The next rest, from the last one and the records the busiest connection brought after it: the
 // rest that would have brought kRecordsPerRest at that rate, between kShortestRest and
@@ -370,6 +375,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   bool rest = false;
   std::uint64_t most = 0;  // records the busiest connection brought in the last round
   auto rest_for = std::chrono::duration_cast<std::chrono::microseconds>(kRestAfterRecords);
+  std::chrono::microseconds ring_wait = kRingEvery;
   for (;;) {
     std::vector<pollfd> fds;
     fds.push_back({g_signal_pipe[0], POLLIN, 0});
@@ -382,10 +388,15 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     const auto until_scan = std::chrono::duration_cast<std::chrono::milliseconds>(
         kScanEvery - (std::chrono::steady_clock::now() - last_scan));
     if (rest) rest_for = NextRest(rest_for, most);
-    const auto wait = rest ? rest_for
-                           : std::chrono::microseconds(
-                                 std::chrono::milliseconds(std::clamp<std::int64_t>(
-                                     until_scan.count(), 1, 200)));
+    auto wait = rest ? rest_for
+                     : std::chrono::microseconds(std::chrono::milliseconds(
+                           std::clamp<std::int64_t>(until_scan.count(), 1, 200)));
+    // Rings are read on a timer (a program that fills half of one says so on its connection):
+    // every kRingEvery while they bring messages, less often while they are quiet.
+    if (std::any_of(connections.begin(), connections.end(),
+                    [](const Connection &c) { return c.ring->attached(); })) {
+      wait = std::min(wait, ring_wait);
+    }
     const timespec wait_for{static_cast<time_t>(wait.count() / 1000000),
                             static_cast<long>(wait.count() % 1000000) * 1000};
     const int ready = ::ppoll(fds.data(), fds.size(), &wait_for, nullptr);
@@ -393,6 +404,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     const bool read_all = rest;
     rest = false;
     most = 0;
+    bool ring_brought = false;
     if (fds[1].revents & POLLIN) accept_all();
     if (const auto now = std::chrono::steady_clock::now(); now - last_scan >= kScanEvery) {
       scan();
@@ -403,14 +415,19 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     }
     for (size_t i = 2; i < fds.size(); ++i) {
       Connection &c = connections[i - 2];
-      if (!read_all && !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!read_all && !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && !c.ring->Pending()) {
+        continue;
+      }
       WatchRecording &recording = job.images[c.image].recording;
       const std::uint64_t before = recording.clock_moves;
       const std::uint64_t messages_before = recording.messages;
-      const bool open = Drain(c.fd, recording, false);
-      if (recording.messages != messages_before) {
+      const std::uint64_t ring_before = c.ring->messages();
+      const bool open = Drain(c.fd, *c.ring, recording, false);
+      const std::uint64_t from_ring = c.ring->messages() - ring_before;
+      ring_brought = ring_brought || from_ring > 0;
+      if (recording.messages - messages_before > from_ring) {  // the connection's own
         rest = true;
-        most = std::max(most, recording.messages - messages_before);
+        most = std::max(most, recording.messages - messages_before - from_ring);
       }
       // Every STEP, and every timer TICK, moves the job's clock.
       for (std::uint64_t k = before; k < recording.clock_moves; ++k) folder.Tick();
@@ -454,6 +471,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     connections.erase(std::remove_if(connections.begin(), connections.end(),
                                      [](const Connection &c) { return c.fd < 0; }),
                       connections.end());
+    ring_wait = ring_brought ? kRingEvery : std::min(ring_wait * 2, kRingQuiet);
     unsigned char bytes[64];
     for (ssize_t got; (got = ::read(g_signal_pipe[0], bytes, sizeof bytes)) > 0;) {
       for (ssize_t i = 0; i < got; ++i) {
@@ -514,7 +532,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     }
   }
   for (const Connection &c : connections) {  // what they sent until watch stopped waiting
-    Drain(c.fd, job.images[c.image].recording, false);
+    Drain(c.fd, *c.ring, job.images[c.image].recording, false);
     job.images[c.image].recording.still_running = true;
   }
   for (const Connection &c : connections) ::close(c.fd);

@@ -1,13 +1,17 @@
-/* The channel from a watched program to `leakbound watch`: fixed-size records
- * sent with one send(2) each on a SOCK_SEQPACKET connection that each process of
- * the job opens to the socket named by LEAKBOUND_WATCH_SOCKET (docs/watch.md,
- * "Process trees"): one connection per process image, opened when the preload
- * starts (after exec) and again in a forked child. A record is one message, so records
- * from several threads never interleave, and sending one needs no allocation
- * and no lock. Call-site updates travel in batches (leakbound_watch_site_batch,
- * up to LEAKBOUND_WATCH_SITE_BATCH sites a message), and so do their names
- * (leakbound_watch_name_batch). Shared by the preload and
- * the NVTX/CUDA injections (C, C++) and the parent (C++). */
+/* The channel from a watched program to `leakbound watch`: messages (fixed-size records, and
+ * batches) on a SOCK_SEQPACKET connection that each process of the job opens to the socket named
+ * by LEAKBOUND_WATCH_SOCKET (docs/watch.md, "Process trees"): one connection per process image,
+ * opened when the preload starts (after exec) and again in a forked child. The HELLO that opens
+ * it hands the watcher a ring (leakbound_watch_ring, memory the two share, SCM_RIGHTS): every
+ * later message is written there, not sent, and the watcher reads the ring every few
+ * milliseconds (a send a step was most of a marker's cost: the kernel's socket buffers, ~1.2 us).
+ * The connection stays, for the HELLO, for WAKE (the ring is filling: read it now), and for its
+ * end, which tells the watcher the process is gone (the ring is read to its end first). A process
+ * that cannot make a ring (no memfd, no address space) sends every message instead. A message is
+ * written whole under one lock, so messages from several threads never interleave. Call-site
+ * updates travel in batches (leakbound_watch_site_batch, up to LEAKBOUND_WATCH_SITE_BATCH sites a
+ * message), and so do their names (leakbound_watch_name_batch). Shared by the preload and the
+ * NVTX/CUDA injections (C, C++) and the parent (C++). */
 #ifndef LEAKBOUND_WATCH_CHANNEL_H_
 #define LEAKBOUND_WATCH_CHANNEL_H_
 
@@ -18,7 +22,7 @@ extern "C" {
 #endif
 
 #define LEAKBOUND_WATCH_MAGIC 0x3157424cu /* "LBW1" */
-#define LEAKBOUND_WATCH_VERSION 9
+#define LEAKBOUND_WATCH_VERSION 10
 #define LEAKBOUND_WATCH_TEXT 192  /* note text, call-site names */
 #define LEAKBOUND_WATCH_VALUES 10 /* DEVICE / COUNTER values */
 #define LEAKBOUND_WATCH_SITE_BATCH 168 /* sites in one SITES message (4,056 bytes) */
@@ -101,7 +105,10 @@ typedef enum leakbound_watch_kind {
    * FRAME, DEVICE ... and its STEP or TICK) goes out in as few sends as fit, each after one check
    * of the descriptor, instead of a send and a check apiece (a step with call sites on was two
    * of each). */
-  LEAKBOUND_WATCH_BUNDLE = 18
+  LEAKBOUND_WATCH_BUNDLE = 18,
+  /* On the connection, never in the ring: the ring is half full or more, read it now (the same
+   * 24-byte head as a bundle, count 0). */
+  LEAKBOUND_WATCH_WAKE = 19
 } leakbound_watch_kind;
 
 #define LEAKBOUND_WATCH_SITE_CENSUS_FROM 0xffffffffu
@@ -245,8 +252,36 @@ typedef struct leakbound_watch_part {
   uint32_t reserved;
 } leakbound_watch_part;
 
+/* The ring: a memfd of LEAKBOUND_WATCH_RING_DATA + LEAKBOUND_WATCH_RING_BYTES bytes, sealed
+ * against shrinking and growing, handed over with the HELLO (SCM_RIGHTS) and mapped by both. Its
+ * first page is this head; the data follows. The program writes each message as a
+ * leakbound_watch_part (its size, 0) and the message, padded with zeros to a multiple of 8, at
+ * `head` modulo the data's size, then moves `head` (release); a message that would run past the
+ * data's end is preceded by a part of size LEAKBOUND_WATCH_RING_SKIP that fills the rest, and
+ * starts at the beginning. The watcher reads from `tail` to `head` (acquire) and moves `tail`
+ * (release); the program writes only while head - tail leaves room, else it sends WAKE and waits.
+ * head and tail count bytes since the start and never wrap (2^64). Both sides use __atomic
+ * builtins on them (C and C++ alike). */
+#define LEAKBOUND_WATCH_RING_BYTES (128u << 10) /* the data: a power of two */
+#define LEAKBOUND_WATCH_RING_DATA 4096u         /* where the data starts */
+#define LEAKBOUND_WATCH_RING_SKIP 0xffffffffu
+typedef struct leakbound_watch_ring {
+  uint32_t magic;   /* LEAKBOUND_WATCH_MAGIC */
+  uint16_t version; /* LEAKBOUND_WATCH_VERSION */
+  uint16_t reserved;
+  uint32_t bytes; /* LEAKBOUND_WATCH_RING_BYTES */
+  uint32_t reserved2;
+  uint64_t pad0[6];
+  uint64_t head; /* the program's, on a cache line of its own */
+  uint64_t pad1[7];
+  uint64_t tail; /* the watcher's */
+  uint64_t pad2[7];
+} leakbound_watch_ring;
+
 #ifdef __cplusplus
 }
+static_assert(sizeof(leakbound_watch_ring) == 192 && sizeof(leakbound_watch_ring) <= LEAKBOUND_WATCH_RING_DATA,
+              "the ring's head fits its first page");
 static_assert(sizeof(leakbound_watch_bundle) == 24 && sizeof(leakbound_watch_part) == 8,
               "a bundle's head is a record's");
 static_assert(sizeof(leakbound_watch_site_batch) <= 4096, "a batch must fit one page");
