@@ -998,7 +998,9 @@ __attribute__((constructor(103))) static void StartWatch(void) {
  * see in the job is never judged (a pre-forking server's workers: watch.tree_prefork_leak). */
 static void AwaitWatcher(void) { /* in the followed process */
   if (!g_ring || g_ring_fd >= 0) return;
-  pthread_mutex_lock(&g_channel_lock);
+  /* Not when the lock is held: _exit from a signal handler that interrupted this thread's own
+   * write would wait for itself. */
+  if (pthread_mutex_trylock(&g_channel_lock) != 0) return;
   const uint64_t written = g_ring_head;
   const int woken = __atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE) == written || WakeWatcher();
   pthread_mutex_unlock(&g_channel_lock);
