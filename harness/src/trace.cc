@@ -143,18 +143,21 @@ json CohortsToJson(const std::vector<CensusCohort>& cohorts) {
 }
 
 // For TraceFileToJson only: the series are reports::PackedNumbers, which only DumpJson spells out.
+// They are moved into their objects, not listed in braces: an initializer list copies what it
+// holds (each series twice more, ~1.4 MB of a 20,000-step trace, into fresh pages).
 json TraceToJson(const Trace& t) {
   json counters = json::array();
   for (const TraceCounter& c : t.counters) {
-    counters.push_back({{"name", c.name},
-                        {"unit", c.unit},
-                        {"exact", c.exact},
-                        {"judged", c.judged},
-                        {"probe", c.probe},
-                        {"peak_of", c.peak_of},
-                        {"baseline", c.baseline},
-                        {"final_value", c.final_value},
-                        {"values", reports::PackedNumbers(c.values)}});
+    json counter{{"name", c.name},
+                 {"unit", c.unit},
+                 {"exact", c.exact},
+                 {"judged", c.judged},
+                 {"probe", c.probe},
+                 {"peak_of", c.peak_of},
+                 {"baseline", c.baseline},
+                 {"final_value", c.final_value}};
+    counter["values"] = reports::PackedNumbers(c.values);
+    counters.push_back(std::move(counter));
   }
   json probes = json::array();
   for (const ProbeState& p : t.probes) probes.push_back({{"name", p.name}, {"state", p.state}});
@@ -186,14 +189,14 @@ json TraceToJson(const Trace& t) {
          {"steps_per_block", t.steps_per_block},
          {"confirmation_blocks", t.confirmation_blocks},
          {"tail_steps", t.tail_steps},
-         {"probes", std::move(probes)},
-         {"counters", std::move(counters)},
-         {"step_ns", reports::PackedNumbers(t.step_ns)},
-         {"probe_ns", reports::PackedNumbers(t.probe_ns)},
-         {"outstanding", std::move(outstanding)},
-         {"census", std::move(census)},
          {"error", t.error},
          {"ended_early", t.ended_early}};
+  j["probes"] = std::move(probes);
+  j["counters"] = std::move(counters);
+  j["step_ns"] = reports::PackedNumbers(t.step_ns);
+  j["probe_ns"] = reports::PackedNumbers(t.probe_ns);
+  j["outstanding"] = std::move(outstanding);
+  j["census"] = std::move(census);
   if (t.peak_bound_bytes) j["peak_bound_bytes"] = *t.peak_bound_bytes;
   return j;
 }
@@ -340,11 +343,9 @@ std::string TraceFileToJson(const TraceFile& file) {
   }
   json traces = json::array();
   for (const Trace& t : file.traces) traces.push_back(TraceToJson(t));
-  const json j{{"format", kFormat},
-               {"schema_version", file.schema_version},
-               {"run", reports::ToJson(run)},
-               {"noise_floors", std::move(floors)},
-               {"traces", std::move(traces)}};
+  json j{{"format", kFormat}, {"schema_version", file.schema_version}, {"run", reports::ToJson(run)}};
+  j["noise_floors"] = std::move(floors);
+  j["traces"] = std::move(traces);
   // Invalid UTF-8 (a program's argument, a note) becomes U+FFFD rather than an exception.
   std::string text = reports::DumpJson(j, 1);
   text += '\n';

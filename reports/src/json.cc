@@ -365,15 +365,38 @@ nlohmann::json PackedNumbers(const std::vector<double>& values) {
   return PackedNumberArray<nlohmann::json>(values);
 }
 
+namespace {
+// Room for json's text, from its packed series (~13 characters and a separator a number; 24
+// allowed) and a little for the rest: reserved once, the text is not copied as it grows (a
+// 20,000-step trace, 2.4 MB, was copied ~4 times into new pages; room never written is never
+// faulted in).
+template <typename Json>
+std::size_t LikelyText(const Json& json, int indent, int depth) {
+  if (IsPackedNumbers(json)) {
+    return (json.get_binary().size() / sizeof(double)) *
+           (24 + static_cast<std::size_t>(std::max(indent, 0)) * static_cast<std::size_t>(depth + 1));
+  }
+  if (json.is_string()) return json.template get_ref<const std::string&>().size() + 8;
+  std::size_t total = 16;
+  if (json.is_structured()) {
+    for (const auto& item : json.items()) total += item.key().size() + LikelyText(item.value(), indent, depth + 1);
+  }
+  return total;
+}
+}  // namespace
+
 std::string DumpJson(const nlohmann::json& json, int indent) {
   std::string out;
+  out.reserve(LikelyText(json, indent, 0));
   AppendPretty(json, indent, 0, out);
   return out;
 }
 
 std::string ReportToText(const Report& report) {
   std::string out;
-  AppendCompactPretty(BuildJson<nlohmann::ordered_json>(report, /*packed_series=*/true), 0, out);
+  const auto json = BuildJson<nlohmann::ordered_json>(report, /*packed_series=*/true);
+  out.reserve(LikelyText(json, 2, 0));
+  AppendCompactPretty(json, 0, out);
   out += '\n';
   return out;
 }

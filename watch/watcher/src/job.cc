@@ -362,11 +362,10 @@ int RunWatch(const WatchOptions &options) {
   report.meta.wall_seconds = job.wall_seconds;
   report.meta.interrupted = root.Interruption() != 0;
   TraceFile traces;
-  const WatchImage *worst = nullptr;
-  int worst_severity = -1;
+  std::vector<Subject *> reported;  // the judged subjects (or the root's, when none is)
   for (Subject &s : subjects) {
     if (!(s.judged || (!any_judged && s.image->root))) continue;
-    if (report.workloads.empty()) {
+    if (reported.empty()) {
       if (summarised_count > 0) {
         s.trace.subject.description += "; also in the job, summarised, not judged (too few "
                                        "samples): " + summarised;
@@ -379,6 +378,31 @@ int RunWatch(const WatchOptions &options) {
       }
       report.meta.steps_per_block = s.trace.steps_per_block;
     }
+    reported.push_back(&s);
+    traces.traces.push_back(s.trace);
+  }
+  traces.meta = report.meta;
+  // trace.json is made beside the judging and report.json: its text and its fsync were the
+  // largest part of the watcher's time after the program ended (a 20,000-step trace: ~9 of ~25
+  // ms), and the program's cores are free by then. Both are written under temporary names first
+  // and put in place in the order they always were, trace.json first, so that a run's
+  // report.json is never beside another run's trace.json (a failure while either is made leaves
+  // both as they were). Where no thread can be started (a pids limit), trace.json is made on
+  // this one.
+  const auto make_trace = [&traces, &options] {
+    return reports::PendingFile(options.out / "trace.json", TraceFileToJson(traces));
+  };
+  std::future<reports::PendingFile> trace_made;
+  std::optional<reports::PendingFile> trace_file;
+  try {
+    trace_made = std::async(std::launch::async, make_trace);
+  } catch (const std::system_error &) {
+    trace_file.emplace(make_trace());
+  }
+  const WatchImage *worst = nullptr;
+  int worst_severity = -1;
+  for (Subject *subject : reported) {
+    Subject &s = *subject;
     reports::WorkloadResult result = Judge(s.trace);
     for (reports::Attribution &row : result.attribution) {
       if (const auto stack = s.stacks.find(row.op); stack != s.stacks.end()) row.stack = stack->second;
@@ -392,7 +416,6 @@ int RunWatch(const WatchOptions &options) {
       worst = s.image;
     }
     report.workloads.push_back(std::move(result));
-    traces.traces.push_back(s.trace);
   }
   // --pprof: each judged process's call sites (docs/watch.md, "Profiles"); a folder per process
   // when more than one was judged.
@@ -418,23 +441,6 @@ int RunWatch(const WatchOptions &options) {
         reports::WriteFileAtomically(dir / file, contents);
       }
     }
-  }
-  traces.meta = report.meta;
-  // trace.json is made beside report.json: its text and its fsync were the largest part of the
-  // watcher's time after the program ended (a 20,000-step trace: ~9 of ~25 ms), and the
-  // program's cores are free by then. Both are written under temporary names first and put in
-  // place in the order they always were, trace.json first, so that a run's report.json is never
-  // beside another run's trace.json (a failure while either is made leaves both as they were).
-  // Where no thread can be started (a pids limit), trace.json is made on this one.
-  const auto make_trace = [&traces, &options] {
-    return reports::PendingFile(options.out / "trace.json", TraceFileToJson(traces));
-  };
-  std::future<reports::PendingFile> trace_made;
-  std::optional<reports::PendingFile> trace_file;
-  try {
-    trace_made = std::async(std::launch::async, make_trace);
-  } catch (const std::system_error &) {
-    trace_file.emplace(make_trace());
   }
   // The other reports are made while trace.json is (it is the longest: ~8 ms of a 20,000-step
   // run; report.html ~2 ms) and put in place after report.json, as before.
