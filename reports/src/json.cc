@@ -187,16 +187,21 @@ constexpr std::size_t kMostDoubleChars = 26;  // nlohmann's longest: "-1.7976931
 
 // Writes `v` at `next` (room for kMostDoubleChars) as nlohmann's dump would; returns the end.
 char* WriteDouble(double v, char* next) {
-  if (!(std::fabs(v) < 1e15) || v != std::trunc(v) || (v == 0 && std::signbit(v))) {
-    // Fractions, -0, NaN and infinities (null): nlohmann's own text.
-    const std::string text = nlohmann::json(v).dump(-1, ' ', false, kReplaceInvalid);
-    assert(text.size() <= kMostDoubleChars);
-    return std::copy(text.begin(), text.end(), next);
+  // A whole number below 10^15 (a conversion and a compare: std::trunc was a call into libm,
+  // for every number of a trace).
+  if (std::fabs(v) < 1e15) {  // false for NaN
+    const auto whole = static_cast<std::int64_t>(v);
+    if (static_cast<double>(whole) == v && !(whole == 0 && std::signbit(v))) {
+      next = std::to_chars(next, next + kMostDoubleChars, whole).ptr;
+      *next++ = '.';
+      *next++ = '0';
+      return next;
+    }
   }
-  next = std::to_chars(next, next + kMostDoubleChars, static_cast<std::int64_t>(v)).ptr;
-  *next++ = '.';
-  *next++ = '0';
-  return next;
+  // Fractions, -0, NaN and infinities (null): nlohmann's own text.
+  const std::string text = nlohmann::json(v).dump(-1, ' ', false, kReplaceInvalid);
+  assert(text.size() <= kMostDoubleChars);
+  return std::copy(text.begin(), text.end(), next);
 }
 
 void AppendDouble(double v, std::string& out) {
