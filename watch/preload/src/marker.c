@@ -80,6 +80,7 @@ static uint64_t g_ring_head;     /* the ring's head: this process is its only wr
 static uint64_t g_ring_tail;     /* the watcher's tail as last read */
 static uint64_t g_ring_woken_at; /* the head when WAKE was last sent */
 static const size_t kRingMapped = LEAKBOUND_WATCH_RING_DATA + LEAKBOUND_WATCH_RING_BYTES;
+static const char *g_no_ring; /* why this image sends every message, or NULL */
 
 static void DropRing(void) {
   if (g_ring) syscall(SYS_munmap, g_ring, kRingMapped);
@@ -92,7 +93,6 @@ static void DropRing(void) {
  * step (no memfd_create: a seccomp filter), and none under an address-space limit (ulimit -v):
  * its 132 KiB count there, and a program at its limit would run out one allocation earlier than
  * bare (watch.address_space_limit). Raw syscalls: no hook of the preload's sees the mapping. */
-static const char *g_no_ring; /* why this image sends every message, or NULL */
 static void MakeRing(void) {
   g_no_ring = NULL;
   struct rlimit space;
@@ -153,7 +153,16 @@ static int SendOnConnection(const void *bytes, size_t size, int flags) {
     if (sendmsg(fd, &message, MSG_NOSIGNAL | flags) >= 0) break;
     if (errno == EINTR) continue;
     if (errno == EAGAIN && (flags & MSG_DONTWAIT)) return 1; /* a WAKE: enough are waiting */
-    if (g_ring_fd >= 0) DropRing(); /* not handed over: every message is sent */
+    if (g_ring_fd >= 0 && errno != EPIPE) {
+      /* The descriptor could not go (ETOOMANYREFS: too many in flight to a busy watcher): no
+       * ring, the message again without it, and every message sent from here. */
+      DropRing();
+      g_no_ring = "its descriptor could not be handed over";
+      message.msg_control = NULL;
+      message.msg_controllen = 0;
+      continue;
+    }
+    if (g_ring_fd >= 0) DropRing();
     return 0;
   }
   if (g_ring_fd >= 0) { /* handed over: the watcher holds it now */
@@ -184,6 +193,10 @@ static int RingPut(const void *bytes, size_t size) {
       g_ring_tail = __atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE);
       if (g_ring_head + skip + need - g_ring_tail > data) {
         if ((waited % 64 == 0 && !WakeWatcher()) || !Followed()) return 0;
+        /* A watcher that never mapped the ring (it could not take its descriptor: out of them,
+         * a security module) never reads it: after ~25 ms of waiting, stop reporting rather
+         * than wait forever. */
+        if (waited >= 256 && !__atomic_load_n(&g_ring->read_by, __ATOMIC_ACQUIRE)) return 0;
         const struct timespec pause = {0, 100 * 1000};
         nanosleep(&pause, NULL);
         continue;
@@ -775,7 +788,7 @@ LB_EXPORT void closefrom(int lowest) {
 /* Moves the channel off `wanted` before the program dup2s onto it. 0: go on with the dup2. */
 static int MoveChannelOff(int wanted) {
   if (!OurDescriptor(wanted)) return 0;
-  const int moved = fcntl(wanted, F_DUPFD, wanted + 1);
+  const int moved = fcntl(wanted, F_DUPFD_CLOEXEC, wanted + 1); /* as Connect made it */
   if (moved < 0) {
     atomic_store(&g_followed, 0); /* no room: the program's dup2 wins, the reports stop */
     return 0;
@@ -918,7 +931,14 @@ static void AfterForkInParent(void) {
     memset(&record, 0, sizeof record);
     record.kind = LEAKBOUND_WATCH_FORK;
     record.counters.forks = t_fork_ordinal;
-    Send(&record);
+    /* Not when the channel's lock is held: a fork from a signal handler that interrupted this
+     * thread's own write would wait for itself (the next marker's counters say the forks). */
+    if (t_bundling && !g_ring) {
+      Send(&record);
+    } else if (pthread_mutex_trylock(&g_channel_lock) == 0) {
+      pthread_mutex_unlock(&g_channel_lock);
+      Send(&record);
+    }
     leakbound_heap_exclude_end();
   }
 }
@@ -1002,13 +1022,16 @@ static void AwaitWatcher(void) { /* in the followed process */
    * write would wait for itself. */
   if (pthread_mutex_trylock(&g_channel_lock) != 0) return;
   const uint64_t written = g_ring_head;
-  const int woken = __atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE) == written || WakeWatcher();
+  /* Read: mapped by the watcher (so its connection was accepted while this process lived) and
+   * its tail at or past what was written here (another thread may write after). */
+#define LB_RING_READ()                                             \
+  (__atomic_load_n(&g_ring->read_by, __ATOMIC_ACQUIRE) != 0 &&     \
+   (int64_t)(__atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE) - written) >= 0)
+  const int woken = LB_RING_READ() || WakeWatcher();
   pthread_mutex_unlock(&g_channel_lock);
-  const struct timespec pause = {0, 50 * 1000};
-  for (int i = 0; woken && i < 2000; ++i) {
-    if (__atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE) == written) return;
-    nanosleep(&pause, NULL);
-  }
+  const struct timespec pause = {0, 50 * 1000}; /* ~100 us with the timer's slack */
+  for (int i = 0; woken && i < 1000 && !LB_RING_READ(); ++i) nanosleep(&pause, NULL);
+#undef LB_RING_READ
 }
 
 /* _exit (a forked worker's way out, Python's os._exit): what the process wrote is read first.

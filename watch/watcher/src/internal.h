@@ -43,8 +43,10 @@ class ChannelRing {
   // Reads every message it holds into `recording`. A part that does not fit (a size past the
   // data, or past what was written) is counted malformed and the ring is read no more: false.
   bool Read(WatchRecording &recording);
-  // Messages read from it so far.
+  // Messages read from it so far, and WAKEs the connection brought for it (neither is the
+  // connection's own traffic, which watch's rests follow).
   std::uint64_t messages() const { return messages_; }
+  void NoteWake() { ++messages_; }
 
  private:
   leakbound_watch_ring *ring_ = nullptr;

@@ -319,14 +319,16 @@ ChannelRing::~ChannelRing() {
 std::string ChannelRing::Attach(int fd) {
   struct stat st {};
   std::string why;
+  // The seals first: a file that cannot have them (a FUSE file a program made, whose fstat could
+  // block) is refused before anything else is asked of it.
   const int seals = ::fcntl(fd, F_GET_SEALS);
   if (ring_) {
     why = "a second ring";
+  } else if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+    why = "not sealed against resizing";  // a shrunk file would fault (SIGBUS) on our reads
   } else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
              static_cast<std::uint64_t>(st.st_size) != kRingMapped) {
     why = "not a ring of " + std::to_string(kRingMapped) + " bytes";
-  } else if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
-    why = "not sealed against resizing";  // a shrunk file would fault (SIGBUS) on our reads
   } else {
     void *at = ::mmap(nullptr, kRingMapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (at == MAP_FAILED) {
@@ -340,6 +342,7 @@ std::string ChannelRing::Attach(int fd) {
       } else {
         ring_ = ring;
         tail_ = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&ring->read_by, 1u, __ATOMIC_RELEASE);  // the program may wait for it
       }
     }
   }
@@ -360,8 +363,8 @@ bool ChannelRing::Read(WatchRecording &recording) {
   bool bad = head - tail_ > kData || head % 8 != 0;
   while (!bad && tail_ != head) {
     const std::uint64_t at = tail_ & (kData - 1);
-    leakbound_watch_part part{};
-    std::memcpy(&part, data + at, sizeof part);
+    leakbound_watch_part part{};  // its size read once: the program could write it meanwhile
+    part.size = __atomic_load_n(reinterpret_cast<const std::uint32_t *>(data + at), __ATOMIC_RELAXED);
     if (part.size == LEAKBOUND_WATCH_RING_SKIP) {
       bad = kData - at > head - tail_;
       if (!bad) tail_ += kData - at;
@@ -417,39 +420,67 @@ bool DrainConnection(int fd, ChannelRing &ring, WatchRecording &recording, bool 
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
     recording.messages += static_cast<std::uint64_t>(got);
+    // The descriptors every message of the batch brought (SCM_RIGHTS), taken out first, so that
+    // none is left open whatever the loop below does.
+    std::vector<std::vector<int>> received(static_cast<size_t>(got));
     for (int i = 0; i < got; ++i) {
       msghdr &header = headers[i].msg_hdr;
-      std::vector<int> fds;
       for (cmsghdr *c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         for (size_t k = 0; k < n; ++k) {
-          int received = -1;
-          std::memcpy(&received, CMSG_DATA(c) + k * sizeof(int), sizeof received);
-          fds.push_back(received);
+          int one = -1;
+          std::memcpy(&one, CMSG_DATA(c) + k * sizeof(int), sizeof one);
+          received[static_cast<size_t>(i)].push_back(one);
         }
       }
+    }
+    const auto close_from = [&](int first) {
+      for (int j = first; j < got; ++j) {
+        for (const int one : received[static_cast<size_t>(j)]) ::close(one);
+        received[static_cast<size_t>(j)].clear();
+      }
+    };
+    for (int i = 0; i < got; ++i) {
+      const msghdr &header = headers[i].msg_hdr;
+      std::vector<int> &fds = received[static_cast<size_t>(i)];
       const bool hello = headers[i].msg_len == sizeof(leakbound_watch_record) &&
                          messages[i].record.magic == LEAKBOUND_WATCH_MAGIC &&
                          messages[i].record.kind == LEAKBOUND_WATCH_HELLO;
-      if (hello && fds.size() == 1 && !ring.attached()) {
-        if (const std::string why = ring.Attach(fds[0]); !why.empty()) {
-          // The program writes into a ring nobody reads: end the connection, so that it stops
-          // (its next wake-up fails) rather than waits for room forever.
+      if (hello && ((header.msg_flags & MSG_CTRUNC) || (fds.size() == 1 && !ring.attached()))) {
+        // A ring's descriptor that did not arrive (watch out of descriptors, a security module)
+        // or that cannot be read: the program would write into a ring nobody reads; end the
+        // connection, so that it stops (its next wake-up fails) rather than waits for room.
+        const std::string why = (header.msg_flags & MSG_CTRUNC)
+                                    ? std::string("its descriptor did not arrive")
+                                    : ring.Attach(fds[0]);
+        fds.clear();  // Attach took it
+        if (!why.empty()) {
           recording.notes.push_back("watch could not read this process's channel (" + why +
                                     "): what it sent after its start is lost");
           ++recording.malformed_records;
+          close_from(i);
           return false;
         }
-      } else if (!fds.empty() || (header.msg_flags & MSG_CTRUNC)) {
+      } else if (!fds.empty()) {
         for (const int extra : fds) ::close(extra);
+        fds.clear();
         ++recording.malformed_records;
+      }
+      if (headers[i].msg_len == sizeof(leakbound_watch_bundle) &&
+          messages[i].bundle.magic == LEAKBOUND_WATCH_MAGIC &&
+          messages[i].bundle.kind == LEAKBOUND_WATCH_WAKE) {
+        ring.NoteWake();  // not the connection's own traffic (watch's rests follow that)
+        continue;
       }
       // A zero-length message is the end of the stream only once every writer has closed;
       // before that it is a program writing an empty message on the descriptor: skipped.
       if (headers[i].msg_len == 0) {
         pollfd hangup{fd, POLLIN, 0};
-        if (::poll(&hangup, 1, 0) < 0 || (hangup.revents & POLLHUP)) return false;
+        if (::poll(&hangup, 1, 0) < 0 || (hangup.revents & POLLHUP)) {
+          close_from(i);
+          return false;
+        }
         ++recording.malformed_records;
         continue;
       }

@@ -259,7 +259,8 @@ typedef struct leakbound_watch_part {
  * `head` modulo the data's size, then moves `head` (release); a message that would run past the
  * data's end is preceded by a part of size LEAKBOUND_WATCH_RING_SKIP that fills the rest, and
  * starts at the beginning. The watcher reads from `tail` to `head` (acquire) and moves `tail`
- * (release); the program writes only while head - tail leaves room, else it sends WAKE and waits.
+ * (release); the program writes only while head - tail leaves room, else it sends WAKE and waits
+ * (and stops reporting if the watcher never set `read_by`: a watcher that could not map it).
  * head and tail count bytes since the start and never wrap (2^64). Both sides use __atomic
  * builtins on them (C and C++ alike). */
 #define LEAKBOUND_WATCH_RING_BYTES (128u << 10) /* the data: a power of two */
@@ -269,8 +270,8 @@ typedef struct leakbound_watch_ring {
   uint32_t magic;   /* LEAKBOUND_WATCH_MAGIC */
   uint16_t version; /* LEAKBOUND_WATCH_VERSION */
   uint16_t reserved;
-  uint32_t bytes; /* LEAKBOUND_WATCH_RING_BYTES */
-  uint32_t reserved2;
+  uint32_t bytes;   /* LEAKBOUND_WATCH_RING_BYTES */
+  uint32_t read_by; /* 0 until the watcher has mapped it, then 1 (the watcher's store) */
   uint64_t pad0[6];
   uint64_t head; /* the program's, on a cache line of its own */
   uint64_t pad1[7];
