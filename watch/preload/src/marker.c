@@ -193,10 +193,11 @@ static int RingPut(const void *bytes, size_t size) {
       g_ring_tail = __atomic_load_n(&g_ring->tail, __ATOMIC_ACQUIRE);
       if (g_ring_head + skip + need - g_ring_tail > data) {
         if ((waited % 64 == 0 && !WakeWatcher()) || !Followed()) return 0;
-        /* A watcher that never mapped the ring (it could not take its descriptor: out of them,
-         * a security module) never reads it: after ~25 ms of waiting, stop reporting rather
-         * than wait forever. */
-        if (waited >= 256 && !__atomic_load_n(&g_ring->read_by, __ATOMIC_ACQUIRE)) return 0;
+        /* A watcher that never mapped the ring (one that could not take its descriptor ends
+         * the connection, and the WAKE above fails; one of another version would not) never
+         * reads it: after ~2 s of waiting, stop reporting rather than wait forever. Generous: a
+         * watcher on a loaded machine may take a while to accept a new connection. */
+        if (waited >= 16384 && !__atomic_load_n(&g_ring->read_by, __ATOMIC_ACQUIRE)) return 0;
         const struct timespec pause = {0, 100 * 1000};
         nanosleep(&pause, NULL);
         continue;
