@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <system_error>
@@ -143,7 +144,7 @@ void PendingFile::Discard() noexcept {
   temp_.clear();
 }
 
-void PendingFile::Commit() {
+void PendingFile::PutInPlace() {
   if (temp_.empty()) {
     throw ReportError(ReportErrorKind::kIo, path_.string(), "",
                       path_.string() + ": nothing to put in place (committed or moved from)");
@@ -156,14 +157,46 @@ void PendingFile::Commit() {
             kWriteRemedy);
   }
   temp_.clear();
-  // Make the rename itself durable. Best effort: the new file is complete and in place already.
-  const std::filesystem::path folder =
-      path_.parent_path().empty() ? std::filesystem::path(".") : path_.parent_path();
+}
+
+namespace {
+// Makes the renames in `folder` durable. Best effort: the files are complete and in place already.
+void SyncFolder(const std::filesystem::path& folder) {
   const int folder_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (folder_fd >= 0) {
     ::fsync(folder_fd);
     ::close(folder_fd);
   }
+}
+
+std::filesystem::path FolderOf(const std::filesystem::path& path) {
+  return path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+}
+}  // namespace
+
+void PendingFile::Commit() {
+  PutInPlace();
+  SyncFolder(FolderOf(path_));
+}
+
+void CommitInOrder(std::span<PendingFile* const> files) {
+  std::vector<std::filesystem::path> folders;  // of the files put in place
+  const auto sync_all = [&folders] {
+    for (const std::filesystem::path& folder : folders) SyncFolder(folder);
+  };
+  try {
+    for (PendingFile* file : files) {
+      file->PutInPlace();
+      std::filesystem::path folder = FolderOf(file->path_);
+      if (std::find(folders.begin(), folders.end(), folder) == folders.end()) {
+        folders.push_back(std::move(folder));
+      }
+    }
+  } catch (...) {
+    sync_all();  // the ones already in place stay, durably
+    throw;
+  }
+  sync_all();
 }
 
 void WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {

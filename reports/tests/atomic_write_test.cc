@@ -245,6 +245,43 @@ TEST_F(ReportAtomicWriteTest, PendingFile_CommitOverAFolder_ThrowsIoAndLeavesNoT
   EXPECT_TRUE(std::filesystem::is_directory(dir_ / "trace.json" / "inside"));
 }
 
+// CommitInOrder: every file in place, in two folders; a rename that fails part way leaves the
+// files before it in place and the one after it untouched, with no temporary file left.
+TEST_F(ReportAtomicWriteTest, CommitInOrder_PutsAllInPlace_AndStopsAtAFailedRename) {
+  std::filesystem::create_directories(dir_ / "junit");
+  WriteFileAtomically(dir_ / "report.md", "old md\n");
+  {
+    PendingFile trace(dir_ / "trace.json", "trace\n");
+    PendingFile report(dir_ / "report.json", "report\n");
+    PendingFile junit(dir_ / "junit" / "results.xml", "<testsuites/>\n");
+    const std::vector<PendingFile*> files = {&trace, &report, &junit};
+    CommitInOrder(files);
+    EXPECT_THROW(report.Commit(), ReportError);  // committed: nothing left to put in place
+  }
+  EXPECT_EQ(ReadFile(dir_ / "trace.json"), "trace\n");
+  EXPECT_EQ(ReadFile(dir_ / "report.json"), "report\n");
+  EXPECT_EQ(ReadFile(dir_ / "junit" / "results.xml"), "<testsuites/>\n");
+
+  std::filesystem::create_directories(dir_ / "report.html" / "inside");  // cannot be renamed over
+  {
+    PendingFile report(dir_ / "report.json", "report 2\n");
+    PendingFile html(dir_ / "report.html", "<html>\n");
+    PendingFile markdown(dir_ / "report.md", "new md\n");
+    const std::vector<PendingFile*> files = {&report, &html, &markdown};
+    try {
+      CommitInOrder(files);
+      ADD_FAILURE() << "CommitInOrder over a non-empty folder did not throw";
+    } catch (const ReportError& e) {
+      EXPECT_EQ(e.kind(), ReportErrorKind::kIo);
+      EXPECT_NE(std::string(e.what()).find("report.html"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ReadFile(dir_ / "report.json"), "report 2\n");
+  EXPECT_EQ(ReadFile(dir_ / "report.md"), "old md\n");
+  EXPECT_EQ(ListFolder(dir_), (std::vector<std::string>{"junit", "report.html", "report.json",
+                                                         "report.md", "trace.json"}));
+}
+
 TEST_F(ReportAtomicWriteTest, RelativePathWithoutFolder_WritesIntoCurrentDirectory) {
   const std::filesystem::path previous = std::filesystem::current_path();
   std::filesystem::current_path(dir_);

@@ -242,6 +242,20 @@ std::string PrivateMemoryNote(const Trace &trace) {
          "reported, not judged";
 }
 
+// A report written under its temporary name (and fsync'd) on a thread of its own, so that the
+// disk's waits overlap the making of the next report; here where no thread can be started (a pids
+// limit). path and text must outlive the future (whose destructor waits for the write).
+std::future<reports::PendingFile> WriteBehind(const fs::path &path, const std::string &text) {
+  const auto write = [&path, &text] { return reports::PendingFile(path, text); };
+  try {
+    return std::async(std::launch::async, write);
+  } catch (const std::system_error &) {
+    std::promise<reports::PendingFile> written;
+    written.set_value(write());
+    return written.get_future();
+  }
+}
+
 // Worst first: a leak, a failure, inconclusive, bounded.
 int JobSeverity(const reports::VerdictClass &verdict) {
   if (reports::IsMemoryFinding(verdict)) return 3;
@@ -443,18 +457,32 @@ int RunWatch(const WatchOptions &options) {
     }
   }
   // The other reports are made while trace.json is (it is the longest: ~8 ms of a 20,000-step
-  // run; report.html ~2 ms) and put in place after report.json, as before.
-  reports::PendingFile report_file(options.out / "report.json", reports::ReportToText(report));
-  reports::PendingFile markdown_file(options.out / "report.md", reports::RenderMarkdown(report));
-  reports::PendingFile html_file(options.out / "report.html", reports::RenderHtml(report));
-  std::optional<reports::PendingFile> junit_file;
-  if (!options.junit.empty()) junit_file.emplace(options.junit, reports::RenderJunit(report));
+  // run; report.html ~2 ms), each written behind the making of the next, and all are put in
+  // place after trace.json in the order they always were.
+  const fs::path report_path = options.out / "report.json";
+  const fs::path markdown_path = options.out / "report.md";
+  const fs::path html_path = options.out / "report.html";
+  const std::string report_text = reports::ReportToText(report);
+  std::future<reports::PendingFile> report_written = WriteBehind(report_path, report_text);
+  const std::string markdown_text = reports::RenderMarkdown(report);
+  std::future<reports::PendingFile> markdown_written = WriteBehind(markdown_path, markdown_text);
+  const std::string html_text = reports::RenderHtml(report);
+  std::future<reports::PendingFile> html_written = WriteBehind(html_path, html_text);
+  std::string junit_text;
+  std::future<reports::PendingFile> junit_written;
+  if (!options.junit.empty()) {
+    junit_text = reports::RenderJunit(report);
+    junit_written = WriteBehind(options.junit, junit_text);
+  }
   if (!trace_file) trace_file.emplace(trace_made.get());
-  trace_file->Commit();
-  report_file.Commit();
-  markdown_file.Commit();
-  html_file.Commit();
-  if (junit_file) junit_file->Commit();
+  reports::PendingFile report_file = report_written.get();
+  reports::PendingFile markdown_file = markdown_written.get();
+  reports::PendingFile html_file = html_written.get();
+  std::vector<reports::PendingFile *> files = {&*trace_file, &report_file, &markdown_file,
+                                               &html_file};
+  std::optional<reports::PendingFile> junit_file;
+  if (junit_written.valid()) files.push_back(&junit_file.emplace(junit_written.get()));
+  reports::CommitInOrder(files);
   PrintSummary(report, std::cout);
   // On GitHub Actions, an annotation on the line of each leak (docs/watch.md, "CI").
   if (const char *actions = std::getenv("GITHUB_ACTIONS"); actions && std::string(actions) == "true") {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,10 +63,19 @@ class PendingFile {
   void Commit();
 
  private:
+  friend void CommitInOrder(std::span<PendingFile* const> files);
+  // Renames the temporary file over the target (Commit without the folder's fsync).
+  void PutInPlace();
   void Discard() noexcept;
   std::filesystem::path path_;
   std::string temp_;  // empty once committed, discarded or moved from
 };
+
+// Commits `files` in the order given, then makes their renames durable with one fsync of each
+// folder they are in instead of one per file (a watched program's four reports: three fsyncs
+// fewer at its end). A failed rename throws as Commit does: the files before it are in place, it
+// and the ones after it are not (their temporary files are removed when they are destroyed).
+void CommitInOrder(std::span<PendingFile* const> files);
 
 // json.dump(indent) with invalid UTF-8 replaced by U+FFFD: the same text for a document without
 // binary values (whose form is not reproduced), written faster (whole numbers, most of a trace's
