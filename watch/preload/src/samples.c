@@ -112,10 +112,42 @@ static void RefillSample(SiteSamples* cold, uintptr_t pc, void* block) {
 /* Take the callers if no other thread is taking them, then keep the block as a sample while
  * there is room. With a Python tracer present, nothing is taken until it traces (the line would
  * be missing). */
+/* A draw of the thread's own (xorshift64*): the refills' reservoir. */
+static __thread uint64_t t_draw;
+static uint64_t Draw(void) {
+  uint64_t x = t_draw ? t_draw : ((uint64_t)(uintptr_t)&t_draw | 1) * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  t_draw = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* kRefill: this block is the n-th of the refill's draw; it takes sample refill_slot with
+ * probability 1/n (a reservoir of one), while no other thread writes a sample again (another
+ * candidate is skipped). With the module's tracer present, only blocks with a line are drawn. */
+static void RefillDead(SiteSamples* cold, uintptr_t pc, void* block) {
+  atomic_thread_fence(memory_order_acquire); /* the fields the marker set before kRefill */
+  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
+      (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
+    return;
+  }
+  const uint32_t n = atomic_fetch_add_explicit(&cold->refill_seen, 1, memory_order_relaxed) + 1;
+  if (n > 1 && Draw() % n != 0) return;
+  if (atomic_flag_test_and_set_explicit(&g_refilling, memory_order_acquire)) return;
+  const int at = atomic_load_explicit(&cold->refill_slot, memory_order_relaxed);
+  if (at >= 0 && at < LEAKBOUND_WATCH_SAMPLES) WriteSample(cold, at, block, NULL, pc, 0);
+  atomic_flag_clear_explicit(&g_refilling, memory_order_release);
+}
+
 void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
   Site* s = &g_sites[slot];
   SiteSamples* cold = SamplesOf(slot);
   if (t_unwinding || cold == NULL) return;
+  if (state == kRefill) {
+    RefillDead(cold, pc, block);
+    return;
+  }
   int took_callers = 0;
   if (state == kFramesWanted) {
     int wanted = kFramesWanted;
@@ -223,7 +255,24 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
    * rarely, and the overflow site, whose reservoir is never full for good); then at twice the
    * visits of the read before, up to kLastRead. */
   ++s->visits_sampling;
-  if (state == kSampled && s->visits_full < UINT8_MAX) ++s->visits_full;
+  const int sampled = state == kSampled || state == kRefill;
+  if (sampled && s->visits_full < UINT8_MAX) ++s->visits_full;
+  /* A dead sample is taken again by an allocation drawn from those until the next visit
+   * (kRefill); with none dead, no draw. */
+  if (sampled && site != kOverflowSite) {
+    int dead = -1;
+    for (int i = 0; i < LEAKBOUND_WATCH_SAMPLES && dead < 0; ++i) {
+      if (atomic_load_explicit(&samples->sample_block[i], memory_order_relaxed) == NULL) dead = i;
+    }
+    if (dead >= 0) {
+      atomic_store_explicit(&samples->refill_slot, dead, memory_order_relaxed);
+      atomic_store_explicit(&samples->refill_seen, 0, memory_order_relaxed);
+    }
+    int seen = state;
+    atomic_compare_exchange_strong_explicit(&g_sites[site - 1].frames_state, &seen,
+                                            dead >= 0 ? kRefill : kSampled, memory_order_release,
+                                            memory_order_relaxed);
+  }
   if (samples->next_read == 0) {
     if (s->visits_full < 2 && s->visits_sampling < LEAKBOUND_WATCH_SAMPLE_VISITS) return 0;
     samples->next_read = s->visits_sampling;
@@ -278,10 +327,12 @@ int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out) {
     samples->sent_live_here = where_live;
     samples->sent_live = live;
   }
-  /* Nothing more to learn when no sample is live (none is taken again, but at the overflow
-   * site) or the last read is done: its frees stop looking for samples. The report keeps what
-   * was sent last. */
-  if (samples->next_read > kLastRead || (live == 0 && site != kOverflowSite)) {
+  /* Nothing more to learn once the last read is done: its frees stop looking for samples. The
+   * report keeps what was sent last. A read that finds no sample live does not end them: dead
+   * samples are taken again (kRefill), so the next read may find the caller whose blocks stay
+   * (the first 16 may all have come from callers that free at once, in a step the leaking caller
+   * skipped). */
+  if (samples->next_read > kLastRead) {
     atomic_store_explicit(&g_sites[site - 1].frames_state, kRead, memory_order_release);
   }
   return out->where != NULL || out->restacked;
@@ -295,6 +346,7 @@ void LeakboundSamplesForget(size_t i) {
   if (state != kFramesNone && samples != NULL) {
     atomic_store_explicit(&samples->samples_claimed, 0, memory_order_relaxed);
     samples->next_read = 0;
+    atomic_store_explicit(&samples->refill_seen, 0, memory_order_relaxed);
     samples->sent_where = NULL;
     samples->sent_live_here = samples->sent_live = 0;
     samples->sent_stack = 0;

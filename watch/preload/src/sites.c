@@ -318,7 +318,7 @@ __attribute__((noinline)) void LeakboundSiteAlloc(uint32_t site, uint32_t slot, 
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 1);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
-  if (__builtin_expect(state == kFramesWanted || state == kSampling, 0)) {
+  if (__builtin_expect(LeakboundSiteTakes(state), 0)) {
     /* The overflow site's samples are of the allocation's own pc; any other site's, its pc. */
     if (site != kOverflowSite) pc = atomic_load_explicit(&s->pc, memory_order_relaxed);
     LeakboundSampleSlow(site - 1, pc, block, state);
@@ -334,13 +334,12 @@ __attribute__((noinline)) void LeakboundSiteFree(uint32_t site, uint32_t slot, v
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
   if (__builtin_expect(census != 0, 0)) CensusBook(slot, census, stamp, bytes, 1, 0);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
-  if (__builtin_expect(state == kSampling || state == kSampled, 0)) LeakboundSampleFreed(site - 1, block);
+  if (__builtin_expect(LeakboundSiteHolds(state), 0)) LeakboundSampleFreed(site - 1, block);
 }
 
 /* The common paths of a heap block's site books (LeakboundSiteAlloc / Free otherwise), all checked
  * before anything is written: the thread's entry holds the site; the site is not taking callers
- * or samples from this block (alloc: not kFramesWanted or kSampling; free: not kSampling or
- * kSampled); and when it has a census, the block needs none of its entries (born before it
+ * or samples from this block (alloc: not LeakboundSiteTakes; free: not LeakboundSiteHolds); and when it has a census, the block needs none of its entries (born before it
  * began, in another generation, past the last cohort) or the thread's census entry holds the
  * block's cohort (CensusBook's own common case). slot: a slot of the thread's own (>= 2), as the
  * core's fast paths give it. A quiet site (no census, no callers or samples asked) is checked
@@ -359,8 +358,7 @@ static inline int SiteBooked(SiteDelta* d, const Site* s, uint32_t slot,
   atomic_thread_fence(memory_order_acquire);
   const uint32_t census = atomic_load_explicit(&s->census, memory_order_acquire);
   const int state = atomic_load_explicit(&s->frames_state, memory_order_relaxed);
-  if (born ? (state == kFramesWanted || state == kSampling)
-           : (state == kSampling || state == kSampled)) {
+  if (born ? LeakboundSiteTakes(state) : LeakboundSiteHolds(state)) {
     return 0;
   }
   CensusDelta* entry = NULL;
@@ -452,10 +450,10 @@ void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t 
   /* The overflow site samples heap blocks only: a mapping's own pc is not known here (an mremap
    * books the mapping it moves anew). */
   if (bytes > 0 && blocks > 0 && site != kOverflowSite &&
-      (state == kFramesWanted || state == kSampling)) {
+      LeakboundSiteTakes(state)) {
     LeakboundSampleSlow(site - 1, atomic_load_explicit(&s->pc, memory_order_relaxed), (void*)start,
                         state);
-  } else if (!born && blocks < 0 && (state == kSampling || state == kSampled)) {
+  } else if (!born && blocks < 0 && LeakboundSiteHolds(state)) {
     LeakboundSampleFreed(site - 1, (void*)start);
   }
 }

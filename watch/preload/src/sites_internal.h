@@ -28,8 +28,25 @@ enum {
 /* A site's callers and samples: asked by the marker, the callers taken by the next allocation,
  * then samples until LEAKBOUND_WATCH_SAMPLES were kept (kSampled), read by the marker again and
  * again while they die (a free of a sampled block still marks it dead), until a read finds none
- * live or the last read is done (kRead: its frees stop looking for samples). */
-enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled, kRead };
+ * live or the last read is done (kRead: its frees stop looking for samples). While it reads
+ * them, a sample whose block died is taken again (kRefill, SiteSamples.refill_*): by one
+ * allocation drawn evenly from the site's allocations between the visit that armed it and the
+ * next one. So the samples become survivors: a caller that leaks once in many allocations at its
+ * site (every other step, behind callers whose copies live a few steps or die at once) is among
+ * them sooner or later, whichever allocations the first 16 happened to be. Drawn from the whole
+ * stretch between two visits, not the first allocation after one: a visit is a marker at which
+ * the site's books changed, for such a site only the leaking steps, so the first allocation
+ * after a visit was always in a step the caller skips. */
+enum { kFramesNone, kFramesWanted, kFramesTaking, kSampling, kSampled, kRefill, kRead };
+
+/* A state in which the site's next allocation is taken as a sample (or its callers). */
+static inline int LeakboundSiteTakes(int state) {
+  return state == kFramesWanted || state == kSampling || state == kRefill;
+}
+/* A state in which the site holds samples whose frees must be seen. */
+static inline int LeakboundSiteHolds(int state) {
+  return state == kSampling || state == kSampled || state == kRefill;
+}
 
 /* What the hooks touch, 32 bytes a site (the probe walks these); the rest is in SiteCold. */
 typedef struct Site {
@@ -68,6 +85,12 @@ typedef struct SiteSamples {
    * the read before (a block held for a while, a cache that turns over slowly, dies between two
    * reads; what survives them all is what the row is named by), and what the watcher was last
    * sent is sent again only when it changed. */
+  /* The refill (kRefill): sample refill_slot (dead when armed) goes to an allocation drawn
+   * evenly from the site's allocations until the next visit (a reservoir of one: the n-th of
+   * them replaces the one drawn before with probability 1/n; each replacement takes its stack,
+   * ~ln n captures a refill). Armed by the marker at a visit, read by the hooks. */
+  _Atomic int refill_slot;
+  _Atomic uint32_t refill_seen;
   int next_read;            /* visits_sampling of the next read; 0: not read yet */
   const char* sent_where;   /* the line last sent, or NULL */
   int sent_live_here, sent_live;

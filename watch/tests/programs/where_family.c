@@ -2,7 +2,7 @@
  * docs/watch.md, "Where: measured"): one library call site (strdup's `malloc`, in libc) reached
  * from several lines of this program, of which one keeps what it copies. The seed draws how many
  * callers there are (2-6), which one leaks, how often each is called a step (1-4, the leaking one
- * sometimes less than once a step), how long each of the others holds its copy before freeing it
+ * sometimes less than once a step: every other step, the even ones or the odd ones), how long each of the others holds its copy before freeing it
  * (at once, or up to 8 steps later), the order of the calls and the copies' lengths. The report's
  * first growing row must name the leaking caller's line, not a caller whose copies die.
  *
@@ -66,11 +66,12 @@ int main(int argc, char** argv) {
     hold[c] = Below(3) == 0 ? 0 : 1 + Below(kMostHold); /* steps before it frees a copy */
   }
   const int leak_every = 1 + Below(2); /* the leaking caller: every step, or every other one */
+  const int leak_phase = Below(leak_every); /* every other one: the even steps or the odd ones */
   calls[leaker] = 1;
   printf("expect %d\n", kLines[order[leaker]]);
   printf("callers %d (lines", callers);
   for (int c = 0; c < callers; ++c) printf(" %d%s", kLines[order[c]], c == leaker ? "*" : "");
-  printf("), leaker every %d step(s); the others hold", leak_every);
+  printf("), leaker every %d step(s) from step %d; the others hold", leak_every, leak_phase);
   for (int c = 0; c < callers; ++c) {
     if (c != leaker) printf(" %d x %d steps", calls[c], hold[c]);
   }
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
     /* This step's calls, in a drawn order. */
     int pending[kMostCallers * kMostCalls], n = 0;
     for (int c = 0; c < callers; ++c) {
-      if (c == leaker && step % leak_every != 0) continue;
+      if (c == leaker && step % leak_every != leak_phase) continue;
       for (int k = 0; k < calls[c]; ++k) pending[n++] = c * kMostCalls + k;
     }
     for (int i = n - 1; i > 0; --i) {
