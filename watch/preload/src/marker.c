@@ -542,6 +542,7 @@ static int ChannelStillOurs(void) {
 
 static void MarkLocked(leakbound_watch_kind kind, int at_clock) {
   if (!ChannelStillOurs()) return;
+  LeakboundSitesStart(); /* call sites from the first sample (preload_internal.h) */
   t_bundling = 1;
   leakbound_watch_record record;
   memset(&record, 0, sizeof record);
@@ -987,11 +988,11 @@ static const _Atomic uint64_t *MapClock(void) {
 
 __attribute__((constructor(103))) static void StartWatch(void) {
   const char *sites = getenv(LEAKBOUND_WATCH_ENV_SITES);
-  g_leakbound_sites_on = !(sites && strcmp(sites, "0") == 0);
+  g_leakbound_sites_wanted = !(sites && strcmp(sites, "0") == 0);
   const char *socket_path = getenv(LEAKBOUND_WATCH_ENV_SOCKET);
   if (!socket_path || !*socket_path || strlen(socket_path) >= sizeof g_watcher.sun_path) return;
   leakbound_heap_exclude_begin();
-  if (g_leakbound_sites_on) LeakboundSitesWarmUp();
+  if (g_leakbound_sites_wanted) LeakboundSitesWarmUp();
   g_watcher.sun_family = AF_UNIX;
   memcpy(g_watcher.sun_path, socket_path, strlen(socket_path) + 1);
   g_have_watcher = 1;

@@ -12,11 +12,25 @@
 #define LB_HIDDEN __attribute__((visibility("hidden")))
 #define LB_EXPORT __attribute__((visibility("default")))
 
-/* 1 when call sites are recorded (LEAKBOUND_WATCH_SITES != "0"); set by the preload's
- * constructor, before main. 0 until then: what libc and the libraries initialised before this
- * one allocate has no call site, so that a run without call sites never stores one (its frees
- * then never read the sites' array: heap_core.c, g_sites_stored). */
+/* 1 when call sites are recorded: from the process's first sample (its first step, clock tick
+ * or timer sample: LeakboundSitesStart, under the marker's lock) when they are wanted
+ * (LEAKBOUND_WATCH_SITES != "0"), never otherwise. 0 until then: what libc, the libraries'
+ * initialisers and the program's start-up (`import torch`: ~15,000 sites, 2.3 million blocks)
+ * allocate has no call site, so that the hooks pay for sites only in the steps that call sites
+ * are for (a run without them never stores one, and its frees never read the sites' array:
+ * heap_core.c, g_sites_stored). A block without a site is in the counters and the census, not in
+ * any site's books: a free finds site 0 and books nothing. The switch goes one way, and a thread
+ * that frees a block another allocated with a site sees it set (the program's own hand-over of
+ * the block orders the two), so a site's books never miss the free of a block they counted. */
 extern LB_HIDDEN int g_leakbound_sites_on;
+/* 1 when call sites are wanted (set by the constructor). */
+extern LB_HIDDEN int g_leakbound_sites_wanted;
+/* Switches call sites on if they are wanted and not on yet (the marker, at a sample). */
+static inline void LeakboundSitesStart(void) {
+  if (g_leakbound_sites_wanted && !__atomic_load_n(&g_leakbound_sites_on, __ATOMIC_RELAXED)) {
+    __atomic_store_n(&g_leakbound_sites_on, 1, __ATOMIC_RELAXED);
+  }
+}
 
 /* Site id (1-based, fits the core's 16-bit slot) of an allocation made from pc. When the table
  * is full, the overflow site: one row for every pc past the table's room, whose samples keep

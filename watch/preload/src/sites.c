@@ -54,6 +54,7 @@ typedef struct CensusDelta {
 static CensusDelta g_census_deltas[LEAKBOUND_HEAP_SLOTS][LEAKBOUND_WATCH_SITE_CENSUSES];
 
 LB_HIDDEN int g_leakbound_sites_on = 0;
+LB_HIDDEN int g_leakbound_sites_wanted = 0;
 LB_HIDDEN Site g_sites[kSiteSlots];
 LB_HIDDEN SiteCold g_cold[kSiteSlots];
 LB_HIDDEN _Atomic int g_sites_waiting;
