@@ -449,7 +449,7 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
     SendFrames(site, frames, n, scanned_from, 0);
   }
   LeakboundSiteSamplesRead samples;
-  if (LeakboundSiteSamplesDue(site, &samples)) {
+  if (LeakboundSiteSamplesDue(site, bytes, &samples)) {
     if (samples.restacked) {
       SendFrames(site, samples.frames, samples.frame_count, samples.scanned_from, 1);
     }

@@ -94,8 +94,8 @@ typedef struct LeakboundSiteSamplesRead {
   uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
 } LeakboundSiteSamplesRead;
 /* 1, once, when a site's samples are read and some live ones carry a Python line, or came from
- * another stack than its callers. Reporting side. */
-LB_HIDDEN int LeakboundSiteSamplesDue(uint32_t site, LeakboundSiteSamplesRead* out);
+ * another stack than its callers. Reporting side; bytes: the site's live bytes at this visit. */
+LB_HIDDEN int LeakboundSiteSamplesDue(uint32_t site, int64_t bytes, LeakboundSiteSamplesRead* out);
 /* Once, before any site is claimed: loads the unwinder (backtrace's first call allocates). */
 LB_HIDDEN void LeakboundSitesWarmUp(void);
 LB_HIDDEN void LeakboundSitesVisitChanged(LeakboundSiteVisitor visit, void* context);

@@ -86,12 +86,15 @@ typedef struct SiteSamples {
    * reads; what survives them all is what the row is named by), and what the watcher was last
    * sent is sent again only when it changed. */
   /* The refill (kRefill): sample refill_slot (dead when armed) goes to an allocation drawn
-   * evenly from the site's allocations until the next visit (a reservoir of one: the n-th of
-   * them replaces the one drawn before with probability 1/n; each replacement takes its stack,
-   * ~ln n captures a refill). Armed by the marker at a visit, read by the hooks. */
+   * from the site's allocations until the next visit (a reservoir of one per thread: the n-th of
+   * a thread's replaces the one drawn before with probability 1/n, counted in the thread's own
+   * books so that threads share no counter; each replacement takes its stack, ~ln n captures a
+   * refill). Armed by the marker at a visit (a new refill_round), read by the hooks. */
   _Atomic int refill_slot;
-  _Atomic uint32_t refill_seen;
+  _Atomic uint32_t refill_round;
   int next_read;            /* visits_sampling of the next read; 0: not read yet */
+  int64_t read_bytes;       /* the site's live bytes at the last read (before the first: the
+                             * last visit) */
   const char* sent_where;   /* the line last sent, or NULL */
   int sent_live_here, sent_live;
   uint64_t sent_stack;      /* a hash of the stack the watcher names the row by */
