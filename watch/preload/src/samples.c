@@ -72,13 +72,20 @@ static void Capture(SiteStack* s, uintptr_t pc, int with_pc) {
 }
 
 /* Writes sample `at`: the thread's Python line, the stack (a copy of `taken`, else captured for
- * pc), then the block that publishes them. Its version is odd meanwhile, for a sample the
- * reservoir writes again while the marker may read it (CopySample). */
+ * pc), then the block that publishes them. Its version is odd meanwhile, for a sample written
+ * again while the marker may read it (CopySample); the writer takes the sample by moving its
+ * version from even to odd, so that two threads never write one sample at once (a refill of a
+ * sample whose first writer, past its claim, has not published it yet): the one that finds it
+ * taken writes nothing. */
 static void WriteSample(SiteSamples* cold, int at, void* block, const SiteStack* taken,
                         uintptr_t pc, int with_pc) {
   _Atomic uint32_t* version = &cold->sample_version[at];
-  const uint32_t v = atomic_load_explicit(version, memory_order_relaxed);
-  atomic_store_explicit(version, v + 1, memory_order_relaxed);
+  uint32_t v = atomic_load_explicit(version, memory_order_relaxed);
+  if ((v & 1) != 0 || !atomic_compare_exchange_strong_explicit(version, &v, v + 1,
+                                                               memory_order_relaxed,
+                                                               memory_order_relaxed)) {
+    return;
+  }
   atomic_thread_fence(memory_order_release);
   cold->sample_where[at] = t_python_where;
   if (taken != NULL) {
@@ -109,9 +116,6 @@ static void RefillSample(SiteSamples* cold, uintptr_t pc, void* block) {
   atomic_flag_clear_explicit(&g_refilling, memory_order_release);
 }
 
-/* Take the callers if no other thread is taking them, then keep the block as a sample while
- * there is room. With a Python tracer present, nothing is taken until it traces (the line would
- * be missing). */
 /* A draw of the thread's own (xorshift64*): the refills' reservoir. */
 static __thread uint64_t t_draw;
 static uint64_t Draw(void) {
@@ -123,32 +127,53 @@ static uint64_t Draw(void) {
   return x * 0x2545F4914F6CDD1Dull;
 }
 
-/* A thread's count of its allocations in a site's refill round (16 sites at once, by slot). */
+/* A thread's count of its allocations in a site's refill round: kRefillCounts sites at once,
+ * found by search (a site takes the entry used longest ago), so that sites armed together do not
+ * reset each other's counts (a count of 1 at every allocation: a capture each). */
+enum { kRefillCounts = 16 };
 typedef struct RefillCount {
   uint32_t site; /* slot + 1 */
   uint32_t round;
   uint32_t seen;
 } RefillCount;
-static __thread RefillCount t_refill[16];
+static __thread RefillCount t_refill[kRefillCounts];
+static __thread uint32_t t_refill_next;
+
+/* A round in which one thread made this many allocations at the site is over for it (the site
+ * goes back to kSampled): a site that stopped changing is not visited, so no read would end it,
+ * and its allocations would take this path to the end of the run. The next visit arms it again. */
+enum { kRefillMost = 4096 };
 
 /* kRefill: this block is the n-th of the thread's in the refill's round; it takes sample
  * refill_slot with probability 1/n (a reservoir of one), while no other thread writes a sample
  * again (another candidate is skipped). With the module's tracer present, only blocks with a
- * line are drawn. */
-static void RefillDead(size_t slot, SiteSamples* cold, uintptr_t pc, void* block) {
+ * line are drawn (the marker arms refills there only while the tracer runs). */
+static void RefillDead(Site* s, size_t slot, SiteSamples* cold, uintptr_t pc, void* block) {
   atomic_thread_fence(memory_order_acquire); /* the fields the marker set before kRefill */
-  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
-      (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
-    return;
-  }
   const uint32_t round = atomic_load_explicit(&cold->refill_round, memory_order_relaxed);
-  RefillCount* count = &t_refill[slot & 15];
-  if (count->site != slot + 1 || count->round != round) {
+  RefillCount* count = NULL;
+  for (int i = 0; i < kRefillCounts && count == NULL; ++i) {
+    if (t_refill[i].site == slot + 1) count = &t_refill[i];
+  }
+  if (count == NULL) {
+    count = &t_refill[t_refill_next++ % kRefillCounts];
     count->site = (uint32_t)slot + 1;
+    count->round = round + 1; /* reset below */
+  }
+  if (count->round != round) {
     count->round = round;
     count->seen = 0;
   }
   const uint32_t n = ++count->seen;
+  if (n > kRefillMost) {
+    int armed = kRefill;
+    atomic_compare_exchange_strong(&s->frames_state, &armed, kSampled);
+    return;
+  }
+  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
+      (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
+    return;
+  }
   if (n > 1 && Draw() % n != 0) return;
   if (atomic_flag_test_and_set_explicit(&g_refilling, memory_order_acquire)) return;
   const int at = atomic_load_explicit(&cold->refill_slot, memory_order_relaxed);
@@ -156,12 +181,15 @@ static void RefillDead(size_t slot, SiteSamples* cold, uintptr_t pc, void* block
   atomic_flag_clear_explicit(&g_refilling, memory_order_release);
 }
 
+/* Take the callers if no other thread is taking them, then keep the block as a sample while
+ * there is room. With a Python tracer present, nothing is taken until it traces (the line would
+ * be missing). */
 void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
   Site* s = &g_sites[slot];
   SiteSamples* cold = SamplesOf(slot);
   if (t_unwinding || cold == NULL) return;
   if (state == kRefill) {
-    RefillDead(slot, cold, pc, block);
+    RefillDead(s, slot, cold, pc, block);
     return;
   }
   int took_callers = 0;
@@ -276,9 +304,17 @@ int LeakboundSiteSamplesDue(uint32_t site, int64_t bytes, LeakboundSiteSamplesRe
   /* A dead sample is taken again by an allocation drawn from those until the next visit
    * (kRefill); with none dead, no draw. */
   if (sampled && site != kOverflowSite) {
+    /* With the module's tracer present, only while it runs (a refill without a line would draw
+     * nothing and keep the site's allocations on the slow path). A sample being written (odd
+     * version) is not dead. */
+    const int can_draw = !atomic_load_explicit(&g_python_tracer, memory_order_relaxed) ||
+                         atomic_load_explicit(&g_python_tracing, memory_order_relaxed);
     int dead = -1;
-    for (int i = 0; i < LEAKBOUND_WATCH_SAMPLES && dead < 0; ++i) {
-      if (atomic_load_explicit(&samples->sample_block[i], memory_order_relaxed) == NULL) dead = i;
+    for (int i = 0; can_draw && i < LEAKBOUND_WATCH_SAMPLES && dead < 0; ++i) {
+      if (atomic_load_explicit(&samples->sample_block[i], memory_order_relaxed) == NULL &&
+          (atomic_load_explicit(&samples->sample_version[i], memory_order_relaxed) & 1) == 0) {
+        dead = i;
+      }
     }
     if (dead >= 0) {
       atomic_store_explicit(&samples->refill_slot, dead, memory_order_relaxed);
@@ -362,7 +398,7 @@ int LeakboundSiteSamplesDue(uint32_t site, int64_t bytes, LeakboundSiteSamplesRe
   return out->where != NULL || out->restacked;
 }
 
-void LeakboundSamplesForget(size_t i) {
+void LeakboundSamplesForget(size_t i, int forked_child) {
   /* A forked child samples anew: the parent's samples are its blocks and its lines. Callers
    * already taken stay (the same code); a capture another thread was in is lost with it. */
   const int state = atomic_load_explicit(&g_sites[i].frames_state, memory_order_relaxed);
@@ -378,6 +414,12 @@ void LeakboundSamplesForget(size_t i) {
     for (int k = 0; k < LEAKBOUND_WATCH_SAMPLES; ++k) {
       atomic_store_explicit(&samples->sample_block[k], NULL, memory_order_relaxed);
       samples->sample_where[k] = NULL;
+      /* A parent thread inside WriteSample at the fork left the version odd in the child, which
+       * does not have that thread: the sample would never be written or read again. */
+      const uint32_t v = atomic_load_explicit(&samples->sample_version[k], memory_order_relaxed);
+      if (forked_child && (v & 1) != 0) {
+        atomic_store_explicit(&samples->sample_version[k], v + 1, memory_order_relaxed);
+      }
     }
     atomic_store_explicit(&g_sites[i].frames_state,
                           state == kFramesTaking ? kFramesNone

@@ -656,7 +656,7 @@ void LeakboundSitesForget(int forked_child) {
     g_cold[i].visits_full = 0;
     g_cold[i].census_asked = 0;
     atomic_store_explicit(&g_sites[i].census, 0, memory_order_relaxed);
-    LeakboundSamplesForget(i);
+    LeakboundSamplesForget(i, forked_child);
   }
   LeakboundSamplesForgetAll(forked_child);
   if (forked_child) LeakboundDeviceForget();

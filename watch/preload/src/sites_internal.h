@@ -149,7 +149,7 @@ LB_HIDDEN void LeakboundSampleFreed(size_t slot, void* block);
 /* Series restarts and forked children: slot's samples are dropped (LeakboundSitesForget), and
  * the Python tracer's state with them (and, in a forked child, the reservoir's flag, which a
  * thread the child does not have may have held). */
-LB_HIDDEN void LeakboundSamplesForget(size_t slot);
+LB_HIDDEN void LeakboundSamplesForget(size_t slot, int forked_child);
 LB_HIDDEN void LeakboundSamplesForgetAll(int forked_child);
 
 #endif /* LEAKBOUND_WATCH_PRELOAD_SITES_INTERNAL_H_ */
