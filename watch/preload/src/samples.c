@@ -116,6 +116,13 @@ static void RefillSample(SiteSamples* cold, uintptr_t pc, void* block) {
   atomic_flag_clear_explicit(&g_refilling, memory_order_release);
 }
 
+/* With the module's tracer present, a sample needs this thread's line: none while it is not
+ * tracing, none from a thread it does not trace (only the main thread's line is known). */
+static inline int NoLineYet(void) {
+  return atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
+         (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL);
+}
+
 /* A draw of the thread's own (xorshift64*): the refills' reservoir. */
 static __thread uint64_t t_draw;
 static uint64_t Draw(void) {
@@ -170,10 +177,7 @@ static void RefillDead(Site* s, size_t slot, SiteSamples* cold, uintptr_t pc, vo
     atomic_compare_exchange_strong(&s->frames_state, &armed, kSampled);
     return;
   }
-  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
-      (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
-    return;
-  }
+  if (NoLineYet()) return;
   if (n > 1 && Draw() % n != 0) return;
   if (atomic_flag_test_and_set_explicit(&g_refilling, memory_order_acquire)) return;
   const int at = atomic_load_explicit(&cold->refill_slot, memory_order_relaxed);
@@ -203,12 +207,7 @@ void LeakboundSampleSlow(size_t slot, uintptr_t pc, void* block, int state) {
     took_callers = 1;
     atomic_store_explicit(&s->frames_state, kSampling, memory_order_release);
   }
-  /* With the module's tracer present, only blocks with a line are kept: none while it is not
-   * tracing, none from a thread it does not trace (only the main thread's line is known). */
-  if (atomic_load_explicit(&g_python_tracer, memory_order_relaxed) &&
-      (!atomic_load_explicit(&g_python_tracing, memory_order_relaxed) || t_python_where == NULL)) {
-    return;
-  }
+  if (NoLineYet()) return; /* with the module's tracer present, only blocks with a line */
   if (slot == kOverflowSite - 1) {
     RefillSample(cold, pc, block);
     return;

@@ -242,18 +242,24 @@ std::string PrivateMemoryNote(const Trace &trace) {
          "reported, not judged";
 }
 
-// A report written under its temporary name (and fsync'd) on a thread of its own, so that the
-// disk's waits overlap the making of the next report; here where no thread can be started (a pids
-// limit). path and text must outlive the future (whose destructor waits for the write).
-std::future<reports::PendingFile> WriteBehind(const fs::path &path, const std::string &text) {
-  const auto write = [&path, &text] { return reports::PendingFile(path, text); };
+// A file made by `make` (a reports::PendingFile: written under its temporary name and fsync'd)
+// on a thread of its own, so that its text and the disk's waits overlap the work after it; made
+// here where no thread can be started (a pids limit). What `make` refers to must outlive the
+// future (whose destructor waits for it).
+template <typename Make>
+std::future<reports::PendingFile> MadeBehind(Make make) {
   try {
-    return std::async(std::launch::async, write);
+    return std::async(std::launch::async, make);
   } catch (const std::system_error &) {
-    std::promise<reports::PendingFile> written;
-    written.set_value(write());
-    return written.get_future();
+    std::promise<reports::PendingFile> made;
+    made.set_value(make());
+    return made.get_future();
   }
+}
+
+// A report of `text` written behind (MadeBehind); path and text must outlive the future.
+std::future<reports::PendingFile> WriteBehind(const fs::path &path, const std::string &text) {
+  return MadeBehind([&path, &text] { return reports::PendingFile(path, text); });
 }
 
 // Worst first: a leak, a failure, inconclusive, bounded.
@@ -406,13 +412,7 @@ int RunWatch(const WatchOptions &options) {
   const auto make_trace = [&traces, &options] {
     return reports::PendingFile(options.out / "trace.json", TraceFileToJson(traces));
   };
-  std::future<reports::PendingFile> trace_made;
-  std::optional<reports::PendingFile> trace_file;
-  try {
-    trace_made = std::async(std::launch::async, make_trace);
-  } catch (const std::system_error &) {
-    trace_file.emplace(make_trace());
-  }
+  std::future<reports::PendingFile> trace_made = MadeBehind(make_trace);
   const WatchImage *worst = nullptr;
   int worst_severity = -1;
   for (Subject *subject : reported) {
@@ -474,11 +474,11 @@ int RunWatch(const WatchOptions &options) {
     junit_text = reports::RenderJunit(report);
     junit_written = WriteBehind(options.junit, junit_text);
   }
-  if (!trace_file) trace_file.emplace(trace_made.get());
+  reports::PendingFile trace_file = trace_made.get();
   reports::PendingFile report_file = report_written.get();
   reports::PendingFile markdown_file = markdown_written.get();
   reports::PendingFile html_file = html_written.get();
-  std::vector<reports::PendingFile *> files = {&*trace_file, &report_file, &markdown_file,
+  std::vector<reports::PendingFile *> files = {&trace_file, &report_file, &markdown_file,
                                                &html_file};
   std::optional<reports::PendingFile> junit_file;
   if (junit_written.valid()) files.push_back(&junit_file.emplace(junit_written.get()));
