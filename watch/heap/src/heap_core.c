@@ -118,6 +118,18 @@ typedef struct LargeEntry {
   _Atomic uint64_t size;
 } LargeEntry;
 
+/* A book's four figures side by side, 32 bytes: a hook's two adds share a cache line. Until
+ * 2026-12-07 they were four arrays of kBooks, so that born_bytes[b] and born_blocks[b] (and the
+ * freed pair) lay exactly 4 KiB apart: the second add's load matched the first add's store in its
+ * low 12 bits and waited for it (4K aliasing; `perf annotate` of the malloc loop put 26% of the
+ * allocation hook's samples and 40% of the free hook's on those two adds). */
+typedef struct BookCounts {
+  _Atomic int64_t born_bytes;
+  _Atomic int64_t born_blocks;
+  _Atomic int64_t freed_bytes;
+  _Atomic int64_t freed_blocks;
+} BookCounts;
+
 typedef struct ThreadCounters {
   _Atomic int owned; /* claimed by a live thread (slot 0, the shared one, is never claimed) */
   uint32_t slot1;    /* 1 + this slot's index, written when claimed: what the hooks return */
@@ -129,10 +141,7 @@ typedef struct ThreadCounters {
   _Atomic int64_t untracked_allocations;
   /* Per book (Book(): a cohort in the books of its generation's parity): bytes and blocks this
    * slot allocated into it, and those born in it that this slot freed. */
-  _Atomic int64_t born_bytes[kBooks];
-  _Atomic int64_t born_blocks[kBooks];
-  _Atomic int64_t freed_bytes[kBooks];
-  _Atomic int64_t freed_blocks[kBooks];
+  BookCounts books[kBooks];
 } __attribute__((aligned(64))) ThreadCounters;
 
 /* One TLS block, so a hook computes the thread pointer offset once. counters: the thread's slot
@@ -279,8 +288,8 @@ static inline unsigned BirthBook(uint64_t clock) { return Book(clock, (unsigned)
 /* The shared slot's books: locked adds, CAS peak. */
 static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size,
                                                            unsigned book) {
-  atomic_fetch_add_explicit(&c->born_bytes[book], (int64_t)size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&c->born_blocks[book], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->books[book].born_bytes, (int64_t)size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->books[book].born_blocks, 1, memory_order_relaxed);
   int64_t live = atomic_fetch_add_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed) +
                  (int64_t)size;
   int64_t peak = Load(&c->peak_bytes);
@@ -294,8 +303,8 @@ static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, ui
 
 static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64_t size,
                                                        unsigned book) {
-  atomic_fetch_add_explicit(&c->freed_bytes[book], (int64_t)size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&c->freed_blocks[book], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->books[book].freed_bytes, (int64_t)size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->books[book].freed_blocks, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&c->live_bytes, (int64_t)size, memory_order_relaxed);
   atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
 }
@@ -303,8 +312,8 @@ static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64
 /* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
  * larger value, so it never undoes a reset except with a value live at the reset itself. */
 static inline void CountOwnAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
-  Bump(&c->born_bytes[book], (int64_t)size);
-  Bump(&c->born_blocks[book], 1);
+  Bump(&c->books[book].born_bytes, (int64_t)size);
+  Bump(&c->books[book].born_blocks, 1);
   int64_t live = Load(&c->live_bytes) + (int64_t)size;
   atomic_store_explicit(&c->live_bytes, live, memory_order_relaxed);
   if (live > Load(&c->peak_bytes))
@@ -322,8 +331,8 @@ static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned boo
 }
 
 static inline void CountOwnFreed(ThreadCounters *c, uint64_t size, unsigned book) {
-  Bump(&c->freed_bytes[book], (int64_t)size);
-  Bump(&c->freed_blocks[book], 1);
+  Bump(&c->books[book].freed_bytes, (int64_t)size);
+  Bump(&c->books[book].freed_blocks, 1);
   Bump(&c->live_bytes, -(int64_t)size);
   Bump(&c->frees, 1);
 }
@@ -852,15 +861,15 @@ static void SumCohorts(uint64_t clock, leakbound_heap_cohort *born, leakbound_he
   int used = atomic_load_explicit(&g_threads_used, memory_order_acquire);
   for (int i = 0; i < used; ++i) {
     for (int k = 0; k < kCohorts; ++k) {
-      born[k].bytes += Load(&g_threads[i].born_bytes[base + k]);
-      born[k].blocks += Load(&g_threads[i].born_blocks[base + k]);
+      born[k].bytes += Load(&g_threads[i].books[base + k].born_bytes);
+      born[k].blocks += Load(&g_threads[i].books[base + k].born_blocks);
     }
   }
   atomic_thread_fence(memory_order_acquire);
   for (int i = 0; i < used; ++i) {
     for (int k = 0; k < kCohorts; ++k) {
-      freed[k].bytes += Load(&g_threads[i].freed_bytes[base + k]);
-      freed[k].blocks += Load(&g_threads[i].freed_blocks[base + k]);
+      freed[k].bytes += Load(&g_threads[i].books[base + k].freed_bytes);
+      freed[k].blocks += Load(&g_threads[i].books[base + k].freed_blocks);
     }
   }
 }
