@@ -682,6 +682,13 @@ sys.exit(0 if len(ops) == 2 and all(o.startswith('Remember at ') and 'cpp_steps.
     watch_expect 4 -- "$hostile" raw-close 200
     report_field "w['evidence']" | grep -q "channel closed before the program ended" || fail "the evidence does not say the channel was lost"
     ;;
+  hostile_raw_fork)
+    # A child forked behind pthread_atfork shares the parent's ring and marks leaking steps of
+    # its own: none reaches the parent's series (the fork guard, or getpid, stops it).
+    watch_expect 0 -- "$hostile" raw-fork 200
+    expect_verdict PASS host.heap_bytes
+    expect_steps 200
+    ;;
   hostile_dup2_over)
     watch_expect 0 -- "$hostile" dup2-over 200
     expect_verdict PASS host.heap_bytes

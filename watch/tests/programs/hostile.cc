@@ -18,6 +18,10 @@
 //               reads a line from its terminal: it must have the terminal again after fg
 //   leak-exit   keeps 24 bytes a step, then exits with status 3
 //   bad-text    notes text that is not valid UTF-8 (its arguments may be too)
+//   raw-fork    first forks a child with a raw fork system call (behind pthread_atfork, so the
+//               preload's fork handlers do not run in it), which keeps 24 bytes a step and marks
+//               STEPS steps of its own: none may reach the parent's series (its ring is shared
+//               memory), which then marks its own STEPS clean steps
 //   threads-probe  8 threads each report a 600-byte state of one probe 50 times at once (sent
 //               in pieces): the state kept must be one whole, not mixed with another's
 #include <dlfcn.h>
@@ -26,6 +30,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -177,6 +182,22 @@ int main(int argc, char** argv) {
       std::string cut(185, 'a');
       cut += "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";  // cut mid-character at 191 bytes
       note(cut.c_str());
+    }
+  } else if (mode == "raw-fork") {
+    const long child = ::syscall(SYS_fork);
+    if (child < 0) return Fail("fork failed");
+    if (child == 0) {
+      for (int step = 0; step < steps; ++step) {
+        kept.push_back(std::malloc(24));
+        LEAKBOUND_STEP();
+      }
+      ::usleep(100000);  // long enough for the watcher to read the ring, were anything in it
+      ::_exit(0);
+    }
+    int status = 0;
+    if (::waitpid(static_cast<pid_t>(child), &status, 0) != child || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      return Fail("the raw-forked child failed");
     }
   } else if (mode == "threads-probe") {
     auto state = reinterpret_cast<void (*)(const char*, const char*)>(
