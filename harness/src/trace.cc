@@ -347,7 +347,7 @@ std::string TraceFileToJson(const TraceFile& file) {
   j["noise_floors"] = std::move(floors);
   j["traces"] = std::move(traces);
   // Invalid UTF-8 (a program's argument, a note) becomes U+FFFD rather than an exception.
-  std::string text = reports::DumpJson(j, 1);
+  std::string text = reports::DumpJsonSeriesInline(j, 1);
   text += '\n';
   return text;
 }

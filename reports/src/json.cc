@@ -323,9 +323,17 @@ void AppendCompactPretty(const nlohmann::ordered_json& json, int depth, std::str
 
 // nlohmann's dump(indent) (error handler: replace), with AppendScalar's numbers.
 // With a negative indent, dump(-1)'s one line: "," between elements, ":" after keys.
-void AppendPretty(const nlohmann::json& json, int indent, int depth, std::string& out) {
+// series_inline: a packed series on one line, "[1.0,2.0]", whatever the indent.
+void AppendPretty(const nlohmann::json& json, int indent, int depth, bool series_inline,
+                  std::string& out) {
   const bool object = json.is_object();
   const bool packed = IsPackedNumbers(json);
+  if (packed && series_inline) {
+    out += '[';
+    AppendPackedNumbers(json, ",", out);
+    out += ']';
+    return;
+  }
   if (!object && !json.is_array() && !packed) {
     AppendScalar(json, out);
     return;
@@ -350,7 +358,7 @@ void AppendPretty(const nlohmann::json& json, int indent, int depth, std::string
       first = false;
       out.append(inner, ' ');
       if (object) AppendKey<nlohmann::json>(it.key(), lines ? ": " : ":", out);
-      AppendPretty(it.value(), indent, depth + 1, out);
+      AppendPretty(it.value(), indent, depth + 1, series_inline, out);
     }
   }
   if (lines) {
@@ -393,7 +401,14 @@ std::size_t LikelyText(const Json& json, int indent, int depth) {
 std::string DumpJson(const nlohmann::json& json, int indent) {
   std::string out;
   out.reserve(LikelyText(json, indent, 0));
-  AppendPretty(json, indent, 0, out);
+  AppendPretty(json, indent, 0, /*series_inline=*/false, out);
+  return out;
+}
+
+std::string DumpJsonSeriesInline(const nlohmann::json& json, int indent) {
+  std::string out;
+  out.reserve(LikelyText(json, -1, 0));  // room for the series; the rest grows if it must
+  AppendPretty(json, indent, 0, /*series_inline=*/true, out);
   return out;
 }
 

@@ -201,6 +201,37 @@ TEST(ReportJsonTest, PackedNumbers_AreWrittenAsNlohmannWritesTheirArray) {
   EXPECT_NE(ReportToText(report).find("\"values\": " + dump(array, -1) + "\n"), std::string::npos);
 }
 
+// trace.json's writer: each packed series is nlohmann's one-line array of its values, in place,
+// and the rest of the document is DumpJson's, so the text parses to the spelled-out document.
+TEST(ReportJsonTest, DumpJsonSeriesInline_WritesEachSeriesOnOneLine_AndTheSameDocument) {
+  std::vector<double> values;
+  for (const nlohmann::json& v : AwkwardValues()) {
+    if (v.is_number()) values.push_back(v.get<double>());
+  }
+  for (int i = 0; i < 1000; ++i) values.push_back(static_cast<double>(i * 4096));
+  for (const std::vector<double>& series :
+       {values, std::vector<double>{}, std::vector<double>{3.0}}) {
+    const nlohmann::json packed = {{"a", PackedNumbers(series)},
+                                   {"b", {{"c", PackedNumbers(series)}, {"n", "x"}}},
+                                   {"d", nlohmann::json::array({PackedNumbers(series), 1.5})}};
+    nlohmann::json spelled_series = nlohmann::json::array();
+    for (double v : series) spelled_series.push_back(std::isfinite(v) ? nlohmann::json(v) : nullptr);
+    const nlohmann::json spelled = {{"a", spelled_series},
+                                    {"b", {{"c", spelled_series}, {"n", "x"}}},
+                                    {"d", nlohmann::json::array({spelled_series, 1.5})}};
+    const std::string one_line =
+        spelled_series.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    for (int indent : {-1, 1, 2}) {
+      const std::string text = DumpJsonSeriesInline(packed, indent);
+      EXPECT_EQ(nlohmann::json::parse(text), spelled) << "indent " << indent;
+      EXPECT_NE(text.find("\"a\":" + std::string(indent >= 0 ? " " : "") + one_line),
+                std::string::npos)
+          << "indent " << indent;
+    }
+    EXPECT_EQ(DumpJsonSeriesInline(PackedNumbers(series), 1), one_line);
+  }
+}
+
 TEST(ReportJsonTest, ReportToText_SeriesValues_AreNlohmannsCompactText) {
   Report report = MakeSampleReport();
   ASSERT_FALSE(report.workloads.empty());

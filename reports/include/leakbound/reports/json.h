@@ -82,6 +82,9 @@ void CommitInOrder(std::span<PendingFile* const> files);
 // values, without nlohmann's float formatting). A PackedNumbers value is written as the array of
 // numbers it holds, as json(values) would be.
 std::string DumpJson(const nlohmann::json& json, int indent);
+// DumpJson with every PackedNumbers series on one line ("[1.0,2.0,3.0]") instead of a number a
+// line: the same document, 2.3 times shorter for a 20,000-step trace (trace.json).
+std::string DumpJsonSeriesInline(const nlohmann::json& json, int indent);
 
 // A series of numbers as one value (a binary value of the writers' own subtype), for documents
 // that DumpJson writes: a 20,000-step series is one value to build and destroy instead of 20,000.
