@@ -154,9 +154,13 @@ typedef struct ThreadState {
   ThreadCounters *own;
   ThreadCounters *counters;
   int exclude_depth;
-  uintptr_t chunk_stretch; /* key >> kChunkBits of the chunk below (0: none; no heap is there) */
-  struct Chunk *chunk;     /* the chunk this thread last found: chunks are never unmapped */
+  uintptr_t chunk_stretch; /* key >> kChunkBits of the chunk below; kNoStretch: none */
+  struct Chunk *chunk;     /* the chunk this thread last found (never NULL while chunk_stretch
+                            * names one): chunks are never unmapped */
 } ThreadState;
+/* No key's stretch (keys are below 2^47): chunk_stretch's value while it names no chunk, so that
+ * a hit never needs to test the chunk for NULL. */
+#define kNoStretch UINTPTR_MAX
 
 /* A region's directory: one pointer per chunk of records, NULL until a block is recorded in its
  * stretch of address (4 KiB). */
@@ -187,7 +191,7 @@ static _Atomic int g_release_key_ready;
 static const char *g_mode = "none";
 static const char *g_unavailable = "interposer not initialised";
 
-static LB_TLS ThreadState t_state;
+static LB_TLS ThreadState t_state = {.chunk_stretch = kNoStretch};
 
 /* Slot 0, shared by the threads past kThreadSlots - 1 live ones. */
 static inline int IsShared(const ThreadCounters *c) { return c == &g_threads[0]; }
@@ -380,13 +384,22 @@ static inline size_t RecordIndex(uintptr_t key) {
  * chunk) become one compare. Safe because a published chunk is never unmapped. */
 static inline Chunk *FindChunk(uintptr_t key) {
   const uintptr_t stretch = key >> kChunkBits;
-  if (LB_LIKELY(stretch == t_state.chunk_stretch)) return t_state.chunk;
+  if (LB_LIKELY(stretch == t_state.chunk_stretch)) {
+    Chunk *cached = t_state.chunk;
+    if (cached == NULL) __builtin_unreachable(); /* the callers' NULL tests go on a hit */
+    return cached;
+  }
   Directory *directory = atomic_load_explicit(&g_regions[RegionOf(key)], memory_order_acquire);
   if (LB_UNLIKELY(directory == NULL)) return NULL;
   Chunk *chunk = atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
   if (chunk != NULL) {
-    t_state.chunk_stretch = stretch;
+    /* A signal handler's malloc on this thread may run between any two of these stores: it sees
+     * no stretch, or the new one with its chunk, never a stretch with another's chunk. */
+    t_state.chunk_stretch = kNoStretch;
+    atomic_signal_fence(memory_order_seq_cst);
     t_state.chunk = chunk;
+    atomic_signal_fence(memory_order_seq_cst);
+    t_state.chunk_stretch = stretch;
   }
   return chunk;
 }
