@@ -88,7 +88,9 @@ static const char *g_no_ring; /* why this image sends every message, or NULL */
  * forked behind pthread_atfork (a raw fork or clone system call, _Fork) reads 0 and stops, as
  * getpid() != g_pid stops it; AfterForkInChild's Begin sets it again in a child that reports.
  * Not for the paths a vfork child can reach (the allocation hooks' job-clock sample, close,
- * dup2), where the memory is the parent's: those keep Followed(). NULL (getpid each time) when
+ * dup2), where the memory is the parent's: those keep Followed(). A limit: a raw clone(CLONE_VM)
+ * child that is neither a thread nor a vfork child shares the page too, and its own markers would
+ * write into its parent's ring, which getpid stopped (no known program marks steps in one). NULL (getpid each time) when
  * the kernel refuses the page or the advice. Only the markers use it: leakbound_step and
  * leakbound_census_due, which a program calls in its own process. */
 static _Atomic int *g_fork_guard;

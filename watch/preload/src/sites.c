@@ -81,7 +81,9 @@ static SiteDelta g_deltas[LEAKBOUND_HEAP_SLOTS][1 << kDeltaBits];
 /* Which of a slot's entries were ever claimed (set by Claim, never cleared: an entry holds a site
  * from its first claim on), so that a visit reads those, not all 512 of every slot: the malloc
  * loop with call sites read 512 entries and their copies at each step for its one site (2.7% of
- * its time in the marker, perf). Written in Claim only, not on the hooks' path. */
+ * its time in the marker, perf). Written in Claim only (the hooks' slow path: one locked or per
+ * entry, at its first claim). */
+_Static_assert(kDeltaBits >= 6, "g_delta_used: 64 entries a word");
 enum { kDeltaWords = (1 << kDeltaBits) / 64 };
 static _Atomic uint64_t g_delta_used[LEAKBOUND_HEAP_SLOTS][kDeltaWords];
 
