@@ -83,16 +83,16 @@ static const size_t kRingMapped = LEAKBOUND_WATCH_RING_DATA + LEAKBOUND_WATCH_RI
 static const char *g_no_ring; /* why this image sends every message, or NULL */
 
 /* Followed() without its getpid system call (~230 ns on this project's VMs, once per step: 1.5%
- * of the malloc loop of watch/bench under watch): a private page that the kernel hands a forked
- * child zero-filled (MADV_WIPEONFORK, Linux 4.14+) holds 1 while this image reports. A child
- * forked behind pthread_atfork (a raw fork or clone system call, _Fork) reads 0 and stops, as
- * getpid() != g_pid stops it; AfterForkInChild's Begin sets it again in a child that reports.
- * Not for the paths a vfork child can reach (the allocation hooks' job-clock sample, close,
- * dup2), where the memory is the parent's: those keep Followed(). A limit: a raw clone(CLONE_VM)
- * child that is neither a thread nor a vfork child shares the page too, and its own markers would
- * write into its parent's ring, which getpid stopped (no known program marks steps in one). NULL (getpid each time) when
- * the kernel refuses the page or the advice. Only the markers use it: leakbound_step and
- * leakbound_census_due, which a program calls in its own process. */
+ * of the malloc loop of watch/bench under watch), for the markers only (leakbound_step,
+ * leakbound_census_due, which a program calls in its own process). A private page that the kernel
+ * hands a forked child zero-filled (MADV_WIPEONFORK, Linux 4.14+) holds 1 while this image
+ * reports: a child forked behind pthread_atfork (a raw fork or clone system call, _Fork) reads 0
+ * and stops, as getpid() != g_pid stops it; AfterForkInChild's Begin sets it again in a child
+ * that reports. NULL (getpid each time) when the kernel refuses the page or the advice. The paths
+ * a vfork child can reach (the allocation hooks' job-clock sample, close, dup2), where the memory
+ * is the parent's, keep Followed(). A limit: a raw clone(CLONE_VM) child that is neither a thread
+ * nor a vfork child shares the page too, and its own markers would write into its parent's ring,
+ * which getpid stopped (no known program marks steps in one). */
 static _Atomic int *g_fork_guard;
 
 static void ArmForkGuard(void) {
