@@ -181,8 +181,9 @@ static _Atomic int g_sites_stored;
 static ThreadCounters g_threads[kThreadSlots];
 static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at least once */
 /* The census clock: the current cohort in bits 0..7, the census generation in 8..15 (a record
- * stores both as its birth stamp). One word, read with one relaxed load. */
-static _Atomic uint64_t g_census_clock;
+ * stores both as its birth stamp), and in bits 32..63 the record word's bits that stamp sets
+ * (ClockOf). One word, read with one relaxed load. */
+static _Atomic uint64_t g_census_clock = (uint64_t)1 << 32; /* ClockOf(0) */
 /* The born and freed sums per cohort at the census's start (what earlier generations left). */
 static leakbound_heap_cohort g_born_origin[kCohorts];
 static leakbound_heap_cohort g_census_origin[kCohorts];
@@ -277,6 +278,13 @@ static inline unsigned CohortOf(uint64_t clock, unsigned stamp) {
 }
 
 static inline unsigned CurrentEpoch(uint64_t clock) { return (unsigned)clock & 0xffff; }
+
+/* The clock word of stamp: the stamp, and above it the record word's valid bit and the stamp in
+ * its place (Pack's), so that an allocation makes its record word from the clock's load with two
+ * ors (the size, the offset) instead of shifting and masking the stamp each time. */
+static inline uint64_t ClockOf(unsigned stamp) {
+  return (uint64_t)stamp | (uint64_t)(1u | (uint32_t)stamp << kStampShift) << 32;
+}
 
 /* Where a birth or a free seen at `clock` is booked: `cohort` in the books of the clock's
  * generation parity. A thread that read the clock just before a census started books into the
@@ -379,9 +387,11 @@ static inline size_t RecordIndex(uintptr_t key) {
   return (key & (((uintptr_t)1 << kChunkBits) - 1)) >> kGranuleShift;
 }
 
-/* key's chunk of records if mapped, else NULL (key is below 2^47). The chunk a thread found last
- * is kept in its state: a heap hands out neighbouring blocks, and two dependent loads (directory,
- * chunk) become one compare. Safe because a published chunk is never unmapped. */
+/* key's chunk of records if mapped, else NULL (also for a key at or above 2^47). The chunk a
+ * thread found last is kept in its state: a heap hands out neighbouring blocks, and two dependent
+ * loads (directory, chunk) become one compare. Safe because a published chunk is never unmapped.
+ * A hit also says that key is below 2^47 (the cached stretch is of such a key, or kNoStretch,
+ * which no key's is), so the hooks test a key's high bits only on a miss. */
 static inline Chunk *FindChunk(uintptr_t key) {
   const uintptr_t stretch = key >> kChunkBits;
   if (LB_LIKELY(stretch == t_state.chunk_stretch)) {
@@ -389,6 +399,7 @@ static inline Chunk *FindChunk(uintptr_t key) {
     if (cached == NULL) __builtin_unreachable(); /* the callers' NULL tests go on a hit */
     return cached;
   }
+  if (LB_UNLIKELY(key >> kAddressBits)) return NULL;
   Directory *directory = atomic_load_explicit(&g_regions[RegionOf(key)], memory_order_acquire);
   if (LB_UNLIKELY(directory == NULL)) return NULL;
   Chunk *chunk = atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
@@ -537,6 +548,14 @@ static inline uint32_t Pack(uintptr_t key, uint32_t size_field, unsigned stamp) 
          (uint32_t)stamp << kStampShift;
 }
 
+/* Pack(key, size_field, CurrentEpoch(clock)), from the clock word's upper half. */
+static inline uint32_t PackAt(uintptr_t key, uint32_t size_field, uint64_t clock) {
+  /* OffsetField(key) << kOffsetShift, in one shift and one mask (key is 8-byte aligned). */
+  const uint32_t offset =
+      (uint32_t)(key >> (3 - kOffsetShift)) & (uint32_t)((kGranuleMask >> 3) << kOffsetShift);
+  return (uint32_t)(clock >> 32) | offset | size_field << kSizeShift;
+}
+
 static inline unsigned StampOf(uint32_t word) { return word >> kStampShift; }
 
 /* A record's size: inline, or its large table's (which the entry leaves). */
@@ -556,7 +575,7 @@ static inline void StoreSite(Chunk *chunk, size_t i, uint32_t site) {
 /* key's record word (its chunk and index in *chunk, *i), or kEmpty when key was not recorded (no
  * record, another block's, or an address no block of malloc's can have). */
 static inline uint32_t RecordFind(uintptr_t key, Chunk **chunk, size_t *i) {
-  if (LB_UNLIKELY(BadKey(key))) return kEmpty;
+  if (LB_UNLIKELY(key & 7)) return kEmpty; /* its high bits: FindChunk */
   *chunk = FindChunk(key);
   if (LB_UNLIKELY(*chunk == NULL)) return kEmpty;
   *i = RecordIndex(key);
@@ -629,20 +648,27 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
 
 /* The common path: a counting thread with its own slot, a mapped region, an empty record; all or
  * nothing (0: nothing done, the caller takes OnAllocSlow; 1: done, *slot is the thread's slot + 1).
- * The census clock is read once and its low 16 bits are the block's birth stamp (*stamp). */
+ * The census clock is read once and its low 16 bits are the block's birth stamp (*stamp).
+ * sites_said: the caller said that records hold sites (LeakboundHeapSitesStored), so a site is
+ * stored without setting g_sites_stored. */
 static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, unsigned *stamp,
-                              int *slot) {
+                              int *slot, int sites_said) {
   ThreadCounters *c = t_state.counting; /* NULL: excluded, no slot yet, or the shared slot */
   const uintptr_t key = (uintptr_t)block;
-  if (LB_LIKELY(c != NULL && size <= kInlineSizeMax && site <= kSiteMax && !BadKey(key) &&
+  /* No BadKey: a block malloc returns is aligned, and FindChunk tests the high bits. */
+  if (LB_LIKELY(c != NULL && size <= kInlineSizeMax && site <= kSiteMax &&
                 !atomic_load_explicit(&g_paused, memory_order_relaxed))) {
     Chunk *chunk = FindChunk(key);
     if (LB_LIKELY(chunk != NULL)) {
       const size_t i = RecordIndex(key);
       if (LB_LIKELY(atomic_load_explicit(&chunk->word[i], memory_order_relaxed) == kEmpty)) {
         const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-        if (site != 0) StoreSite(chunk, i, site);
-        atomic_store_explicit(&chunk->word[i], Pack(key, (uint32_t)size, CurrentEpoch(clock)),
+        if (site != 0 && sites_said) {
+          atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+        } else if (site != 0) {
+          StoreSite(chunk, i, site);
+        }
+        atomic_store_explicit(&chunk->word[i], PackAt(key, (uint32_t)size, clock),
                               memory_order_relaxed);
         CountOwnAllocated(c, size, BirthBook(clock));
         *stamp = CurrentEpoch(clock);
@@ -656,14 +682,14 @@ static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, u
 
 static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsigned *stamp) {
   int slot;
-  return LB_LIKELY(OnAllocFast(block, size, site, stamp, &slot))
+  return LB_LIKELY(OnAllocFast(block, size, site, stamp, &slot, 0))
              ? slot
              : OnAllocSlow(block, size, site, stamp);
 }
 
 int LeakboundHeapOnAllocFast(const void *block, uint64_t size, uint32_t site, unsigned *stamp,
                              int *slot) {
-  return OnAllocFast(block, size, site, stamp, slot);
+  return OnAllocFast(block, size, site, stamp, slot, 1);
 }
 
 int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
@@ -679,7 +705,7 @@ int LeakboundHeapOnAllocStamped(const void *block, uint64_t size, uint32_t site,
 void LeakboundHeapOnAlloc(const void *block, uint64_t size) {
   unsigned stamp;
   int slot;
-  if (LB_UNLIKELY(!OnAllocFast(block, size, 0, &stamp, &slot))) {
+  if (LB_UNLIKELY(!OnAllocFast(block, size, 0, &stamp, &slot, 0))) {
     (void)OnAllocSlow(block, size, 0, &stamp);
   }
 }
@@ -708,13 +734,10 @@ static __attribute__((noinline)) void OnFreeClearingSites(const void *block) {
   }
 }
 
-void LeakboundHeapOnFree(const void *block) {
+/* OnFree of a block that holds no call site. */
+static inline void OnFreeSiteless(const void *block) {
   uint64_t size;
   unsigned epoch;
-  if (LB_UNLIKELY(atomic_load_explicit(&g_sites_stored, memory_order_relaxed))) {
-    OnFreeClearingSites(block);
-    return;
-  }
   if (RecordTake((uintptr_t)block, &size, NULL, &epoch)) {
     ThreadCounters *c = t_state.own;
     if (LB_UNLIKELY(c == NULL)) {
@@ -724,6 +747,20 @@ void LeakboundHeapOnFree(const void *block) {
     const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
     CountOwnFreed(c, size, Book(clock, CohortOf(clock, epoch)));
   }
+}
+
+void LeakboundHeapOnFree(const void *block) {
+  if (LB_UNLIKELY(atomic_load_explicit(&g_sites_stored, memory_order_relaxed))) {
+    OnFreeClearingSites(block);
+    return;
+  }
+  OnFreeSiteless(block);
+}
+
+void LeakboundHeapOnFreeSiteless(const void *block) { OnFreeSiteless(block); }
+
+void LeakboundHeapSitesStored(void) {
+  atomic_store_explicit(&g_sites_stored, 1, memory_order_relaxed);
 }
 
 LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
@@ -891,7 +928,7 @@ void leakbound_heap_census_start(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
   /* A block of the old generation is freed into the older cohort from the moment the clock
    * moves (so first), and the sums of the cohorts then are the new census's origin. */
-  const uint64_t started = (uint64_t)((((unsigned)clock >> 8) + 1) & 0xff) << 8;
+  const uint64_t started = ClockOf(((((unsigned)clock >> 8) + 1) & 0xff) << 8);
   atomic_store(&g_census_clock, started);
   SumCohorts(started, g_born_origin, g_census_origin);
 }
@@ -900,7 +937,7 @@ int leakbound_heap_next_cohort(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
   const unsigned cohort = (unsigned)clock & 0xff;
   if (cohort + 1 >= (unsigned)kOlderCohort) return (int)cohort; /* the last takes what follows */
-  atomic_store(&g_census_clock, (clock & ~(uint64_t)0xff) | (cohort + 1));
+  atomic_store(&g_census_clock, ClockOf((CurrentEpoch(clock) & ~0xffu) | (cohort + 1)));
   return (int)cohort + 1;
 }
 

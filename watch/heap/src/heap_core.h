@@ -57,7 +57,8 @@ typedef struct LeakboundHeapTaken {
 } LeakboundHeapTaken;
 
 /* A block the allocator just returned: counted and recorded unless this thread is excluded or
- * counting is paused. */
+ * counting is paused. Its address is 8-byte aligned, as every malloc's is (the common path does
+ * not test it). */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnAlloc(const void* block, uint64_t size);
 /* The same, with a call-site id stored in the record (returned by OnFreeTaken / Take; ids above
  * 2^16 - 1 are stored as 0). Returns 0 when the block was not recorded (excluded, paused, or
@@ -78,6 +79,10 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocStamped(const void* block, uint64_
  * nothing (no slot of the thread's own, a large block: the caller takes OnFreeTaken). */
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocFast(const void* block, uint64_t size, uint32_t site,
                                                    unsigned* stamp, int* slot);
+/* Says that records may hold call sites from now on; a front end that passes sites to
+ * OnAllocFast calls it first (OnAllocFast then stores them without asking, and OnFree clears
+ * them). */
+LEAKBOUND_HEAP_HIDDEN void LeakboundHeapSitesStored(void);
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnFreeFast(const void* block, LeakboundHeapTaken* taken);
 /* The stamp a block allocated now would get (the census clock's generation and cohort). */
 LEAKBOUND_HEAP_HIDDEN unsigned LeakboundHeapEpochNow(void);
@@ -85,6 +90,9 @@ LEAKBOUND_HEAP_HIDDEN unsigned LeakboundHeapEpochNow(void);
  * address may be reused by another thread's malloc). Uncounted blocks are ignored. Its call site
  * leaves with it (read and cleared once any record stored one). */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnFree(const void* block);
+/* OnFree of a block that holds no call site, which the caller knows (the watch preload's frees
+ * while its call sites are off: they are switched on once and never off); skips OnFree's test. */
+LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnFreeSiteless(const void* block);
 /* OnFree that also returns what the record held (found, size, site) in the same step: a free
  * path that keeps per-site books needs no Take + ForgetTaken round trip. */
 LEAKBOUND_HEAP_HIDDEN LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void* block);

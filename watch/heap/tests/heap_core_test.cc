@@ -260,6 +260,7 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   const void *block = Address(30, 0);
   unsigned stamp = 0;
   int slot = 0;
+  LeakboundHeapSitesStored();  // before OnAllocFast stores a site, as its callers do
   // A thread's first allocation claims its slot on the general path.
   ASSERT_GE(LeakboundHeapOnAllocAt(Address(30, 0x100), 8, 0), 2);
   ASSERT_EQ(LeakboundHeapOnAllocFast(block, 40, 77, &stamp, &slot), 1);
@@ -280,6 +281,14 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   EXPECT_EQ(fast.site, 78u);
   EXPECT_EQ(fast.slot, static_cast<uint32_t>(slot));
   EXPECT_EQ(LeakboundHeapOnFreeFast(block, &fast), 0);
+  // A block at an offset inside its granule: its record keeps the offset, so only that address
+  // frees it.
+  ASSERT_EQ(LeakboundHeapOnAllocFast(Address(30, 0x300 + kSameGranule), 56, 0, &stamp, &slot), 1);
+  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(30, 0x300)).found, 0);
+  EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, 0x300), &fast), 0);
+  EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, 0x300 + kSameGranule), &fast), 1);
+  EXPECT_EQ(fast.size, 56u);
+  EXPECT_EQ(fast.epoch, stamp);
   // A record still set (a free that bypassed the hooks) and a large block: nothing done.
   ASSERT_NE(LeakboundHeapOnAllocAt(block, 16, 0), 0);
   EXPECT_EQ(LeakboundHeapOnAllocFast(block, 16, 0, &stamp, &slot), 0);

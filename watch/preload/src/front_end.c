@@ -57,7 +57,7 @@ static inline void Uncounted(void* block) {
   if (__builtin_expect(g_leakbound_sites_on, 1)) {
     if (!LeakboundSiteUncountedFast(block)) UncountedAtSite(block);
   } else {
-    LeakboundHeapOnFree(block);
+    LeakboundHeapOnFreeSiteless(block); /* no record holds a site while they are off */
   }
 }
 

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "heap_core.h"
 #include "leakbound/watch/channel.h"
 
 #define LB_HIDDEN __attribute__((visibility("hidden")))
@@ -28,6 +29,7 @@ extern LB_HIDDEN int g_leakbound_sites_wanted;
 /* Switches call sites on if they are wanted and not on yet (the marker, at a sample). */
 static inline void LeakboundSitesStart(void) {
   if (g_leakbound_sites_wanted && !__atomic_load_n(&g_leakbound_sites_on, __ATOMIC_RELAXED)) {
+    LeakboundHeapSitesStored(); /* before any record holds a site */
     __atomic_store_n(&g_leakbound_sites_on, 1, __ATOMIC_RELAXED);
   }
 }
