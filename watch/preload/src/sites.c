@@ -360,10 +360,10 @@ __attribute__((noinline)) void LeakboundSiteFree(uint32_t site, uint32_t slot, v
  * inline in the hooks; one with a census or a state goes through SiteBooked, out of line, so
  * that the hooks' frames keep few registers. */
 static inline int SiteQuiet(const Site* s) {
-  /* Before the census's load, as LeakboundSiteAlloc's fence; the census and the state in one
-   * load (acquire, as the census's own). */
+  /* Before the census's load, as LeakboundSiteAlloc's fence. */
   atomic_thread_fence(memory_order_acquire);
-  return atomic_load_explicit(&s->state_and_census, memory_order_acquire) == 0;
+  return (atomic_load_explicit(&s->census, memory_order_acquire) |
+          (uint32_t)atomic_load_explicit(&s->frames_state, memory_order_relaxed)) == 0;
 }
 
 /* A site with a census or a state: books what the common path can (1), else nothing (0). */

@@ -51,18 +51,11 @@ static inline int LeakboundSiteHolds(int state) {
 /* What the hooks touch, 32 bytes a site (the probe walks these); the rest is in SiteCold. */
 typedef struct Site {
   _Atomic uintptr_t pc;
-  union {
-    struct {
-      _Atomic int frames_state; /* kFrames*: asked by the marker, taken by the next allocation */
-      _Atomic uint32_t census;  /* its SiteCensus + 1 (0: none) */
-    };
-    /* Both at once, for the hooks' test of a quiet site (both 0) in one load. */
-    _Atomic uint64_t state_and_census;
-  };
+  _Atomic int frames_state; /* kFrames*: asked by the marker, taken by the next allocation */
+  _Atomic uint32_t census;  /* its SiteCensus + 1 (0: none) */
   _Atomic int64_t bytes;
   _Atomic int64_t allocations;
 } Site;
-_Static_assert(sizeof(Site) == 32, "Site: 32 bytes a slot, walked by the probe");
 
 /* A stack: return addresses, innermost first; frames from scanned_from on were found by a stack
  * scan past code of no module (stack_scan.c). */
