@@ -13,40 +13,54 @@
 namespace leakbound::watch::detail {
 namespace {
 
-// A child that names itself NAME (the name in /proc/PID/stat's parentheses) and waits to be
-// killed; the pipe says when the name is set.
-pid_t NamedChild(const char *name) {
-  int ready[2];
-  if (::pipe(ready) != 0) return -1;
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::prctl(PR_SET_NAME, name);
-    char byte = 1;
-    [[maybe_unused]] ssize_t n = ::write(ready[1], &byte, 1);
-    for (;;) ::pause();
+// A child that names itself NAME (the name in /proc/PID/stat's parentheses) and waits, killed
+// with this process if a test ends early; the pipe says when the name is set. Reaped (killed and
+// waited for) when it goes out of scope, whatever the test's assertions did.
+class NamedChild {
+ public:
+  explicit NamedChild(const char *name) {
+    int ready[2];
+    if (::pipe(ready) != 0) return;
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
+      ::prctl(PR_SET_NAME, name);
+      char byte = 1;
+      [[maybe_unused]] ssize_t n = ::write(ready[1], &byte, 1);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);  // a child that dies before it writes ends the read
+    char byte = 0;
+    if (pid_ > 0 && ::read(ready[0], &byte, 1) != 1) Reap();
+    ::close(ready[0]);
   }
-  char byte = 0;
-  [[maybe_unused]] ssize_t n = ::read(ready[0], &byte, 1);
-  ::close(ready[0]);
-  ::close(ready[1]);
-  return child;
-}
+  ~NamedChild() { Reap(); }
+  NamedChild(const NamedChild &) = delete;
+  NamedChild &operator=(const NamedChild &) = delete;
+  pid_t pid() const { return pid_; }
 
-void Reap(pid_t child) {
-  ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-}
+ private:
+  void Reap() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  pid_t pid_ = -1;
+};
 
 TEST(JobProc, ParentOf_ReadsTheParentPastANameWithSpacesAndParentheses) {
   EXPECT_EQ(ParentOf(static_cast<std::uint64_t>(::getpid())),
             static_cast<std::uint64_t>(::getppid()));
-  const pid_t child = NamedChild("a) b (c) 9 9");
+  const NamedChild named("a) b (c) 9 9");
+  const pid_t child = named.pid();
   ASSERT_GT(child, 0);
   EXPECT_EQ(ParentOf(static_cast<std::uint64_t>(child)), static_cast<std::uint64_t>(::getpid()));
   EXPECT_NE(ReadProcFile(static_cast<std::uint64_t>(child), "stat").find("(a) b (c) 9 9)"),
             std::string::npos);
-  Reap(child);
 }
 
 TEST(JobProc, ParentOf_IsZeroForAProcessThatIsGone) {
@@ -60,7 +74,8 @@ TEST(JobProc, ParentOf_IsZeroForAProcessThatIsGone) {
 }
 
 TEST(JobProc, JobProcesses_ListsTheChildrenBelowThisProcessOnly) {
-  const pid_t child = NamedChild("job child");
+  const NamedChild named("job child");
+  const pid_t child = named.pid();
   ASSERT_GT(child, 0);
   const auto job = JobProcesses();
   const auto found = job.find(static_cast<std::uint64_t>(child));
@@ -68,7 +83,6 @@ TEST(JobProc, JobProcesses_ListsTheChildrenBelowThisProcessOnly) {
   EXPECT_EQ(found->second, static_cast<std::uint64_t>(::getpid()));
   EXPECT_EQ(job.count(static_cast<std::uint64_t>(::getpid())), 0u);   // not below itself
   EXPECT_EQ(job.count(static_cast<std::uint64_t>(::getppid())), 0u);  // nor its parent
-  Reap(child);
 }
 
 }  // namespace

@@ -173,8 +173,10 @@ static LargeEntry *_Atomic g_large[kLargeTables]; /* mapped on demand */
 static _Atomic int64_t g_large_live[kLargeTables];   /* live entries per table */
 static _Atomic int g_paused;
 static _Atomic int g_degraded;
-/* Set at the first record that stores a call site: from then on every free clears its record's
- * site (OnFree too, which a run without call sites uses and which otherwise never reads it). */
+/* Set before or at the first record that stores a call site (LeakboundHeapSitesStored, or the
+ * general path's StoreSite): from then on OnFree clears a record's site too (a run without call
+ * sites never reads the sites' array). OnFreeSiteless does not look: its callers know that no
+ * record holds a site. */
 static _Atomic int g_sites_stored;
 /* Zero-initialised (bss): with an initialiser the 16 MiB of slots were .data in the library's
  * file. Slot 0 is the shared one (IsShared); the claim loop starts at slot 1. */
@@ -723,8 +725,8 @@ static __attribute__((noinline)) void OnFreeSlow(uint64_t size, unsigned epoch) 
   CountTakenFreed(Counters(), size, epoch);
 }
 
-/* OnFree once a site was stored (blocks recorded with call sites before the watch preload turned
- * them off): their sites are cleared with them (a slot must not outlive its block). */
+/* OnFree once a site was stored (by a front end that frees through OnFree after it stored
+ * sites): they are cleared with their blocks (a slot must not outlive its block). */
 static __attribute__((noinline)) void OnFreeClearingSites(const void *block) {
   uint64_t size;
   uint32_t site;

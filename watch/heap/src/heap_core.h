@@ -57,8 +57,9 @@ typedef struct LeakboundHeapTaken {
 } LeakboundHeapTaken;
 
 /* A block the allocator just returned: counted and recorded unless this thread is excluded or
- * counting is paused. Its address is 8-byte aligned, as every malloc's is (the common path does
- * not test it). */
+ * counting is paused. For it and every OnAlloc* below, the block's address is 8-byte aligned, as
+ * every allocator's is: the common path does not test it, and a free never finds a record made
+ * for an unaligned address. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapOnAlloc(const void* block, uint64_t size);
 /* The same, with a call-site id stored in the record (returned by OnFreeTaken / Take; ids above
  * 2^16 - 1 are stored as 0). Returns 0 when the block was not recorded (excluded, paused, or
@@ -81,7 +82,8 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocFast(const void* block, uint64_t s
                                                    unsigned* stamp, int* slot);
 /* Says that records may hold call sites from now on; a front end that passes sites to
  * OnAllocFast calls it first (OnAllocFast then stores them without asking, and OnFree clears
- * them). */
+ * them). Its blocks are then freed through OnFree, OnFreeTaken or OnFreeFast, which read the
+ * site, never through OnFreeSiteless, which would leave it to the granule's next block. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapSitesStored(void);
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnFreeFast(const void* block, LeakboundHeapTaken* taken);
 /* The stamp a block allocated now would get (the census clock's generation and cohort). */

@@ -24,8 +24,10 @@ leakbound_heap_stats Read() {
 // An offset that stays inside the first block's granule (32 bytes, 16 under the sanitizers).
 #if defined(LEAKBOUND_HEAP_GRANULE_SHIFT) && LEAKBOUND_HEAP_GRANULE_SHIFT == 4
 constexpr uintptr_t kSameGranule = 8;
+constexpr int kGranuleShift = 4;
 #else
 constexpr uintptr_t kSameGranule = 16;
+constexpr int kGranuleShift = 5;
 #endif
 
 // A fresh 128 MiB region per test, so records of one test never meet another's.
@@ -261,11 +263,16 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   unsigned stamp = 0;
   int slot = 0;
   LeakboundHeapSitesStored();  // before OnAllocFast stores a site, as its callers do
+  // A stamp of neither generation 0 nor cohort 0, so that the records' stamps are checked.
+  leakbound_heap_census_start();
+  ASSERT_EQ(leakbound_heap_next_cohort(), 1);
   // A thread's first allocation claims its slot on the general path.
   ASSERT_GE(LeakboundHeapOnAllocAt(Address(30, 0x100), 8, 0), 2);
   ASSERT_EQ(LeakboundHeapOnAllocFast(block, 40, 77, &stamp, &slot), 1);
   ASSERT_GE(slot, 2);
   EXPECT_EQ(stamp, LeakboundHeapEpochNow());
+  EXPECT_EQ(stamp & 0xff, 1u);
+  EXPECT_NE(stamp >> 8, 0u);
   EXPECT_EQ(Read().live_bytes - start.live_bytes, 48u);
   // The record is taken: the general path takes it as the fast one made it.
   LeakboundHeapTaken taken = LeakboundHeapOnFreeTaken(block);
@@ -281,14 +288,21 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   EXPECT_EQ(fast.site, 78u);
   EXPECT_EQ(fast.slot, static_cast<uint32_t>(slot));
   EXPECT_EQ(LeakboundHeapOnFreeFast(block, &fast), 0);
-  // A block at an offset inside its granule: its record keeps the offset, so only that address
-  // frees it.
-  ASSERT_EQ(LeakboundHeapOnAllocFast(Address(30, 0x300 + kSameGranule), 56, 0, &stamp, &slot), 1);
-  EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(30, 0x300)).found, 0);
-  EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, 0x300), &fast), 0);
-  EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, 0x300 + kSameGranule), &fast), 1);
-  EXPECT_EQ(fast.size, 56u);
-  EXPECT_EQ(fast.epoch, stamp);
+  // A block at each 8-byte offset inside its granule: its record keeps the offset, so only that
+  // address frees it, with the size and stamp it was recorded with.
+  for (uintptr_t offset = 8; offset < (uintptr_t{1} << kGranuleShift); offset += 8) {
+    SCOPED_TRACE(offset);
+    const uintptr_t granule = 0x300 + 4 * offset * 8;  // one granule per offset, none shared
+    ASSERT_EQ(LeakboundHeapOnAllocFast(Address(30, granule + offset), 50 + offset, 0, &stamp,
+                                       &slot), 1);
+    for (uintptr_t other = 0; other < (uintptr_t{1} << kGranuleShift); other += 8) {
+      if (other == offset) continue;
+      EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, granule + other), &fast), 0);
+    }
+    EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, granule + offset), &fast), 1);
+    EXPECT_EQ(fast.size, 50 + offset);
+    EXPECT_EQ(fast.epoch, stamp);
+  }
   // A record still set (a free that bypassed the hooks) and a large block: nothing done.
   ASSERT_NE(LeakboundHeapOnAllocAt(block, 16, 0), 0);
   EXPECT_EQ(LeakboundHeapOnAllocFast(block, 16, 0, &stamp, &slot), 0);
@@ -298,6 +312,21 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   EXPECT_EQ(LeakboundHeapOnFreeTaken(Address(30, 0x200)).size, 100000u);
   LeakboundHeapOnFree(block);
   LeakboundHeapOnFree(Address(30, 0x100));
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.live_bytes, start.live_bytes);
+  EXPECT_EQ(after.live_allocations, start.live_allocations);
+}
+
+// The free path for blocks that hold no call site (the watch preload's, while call sites are off)
+// frees as OnFree does, large blocks too, and a second free finds nothing.
+TEST(HeapCoreTest, OnFreeSiteless_FreesAsOnFreeDoes) {
+  const leakbound_heap_stats start = Read();
+  LeakboundHeapOnAlloc(Address(36, 0), 300);
+  LeakboundHeapOnAlloc(Address(36, 64), 20000);  // above a record's size field: a large table's
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 20300u);
+  LeakboundHeapOnFreeSiteless(Address(36, 0));
+  LeakboundHeapOnFreeSiteless(Address(36, 64));
+  LeakboundHeapOnFreeSiteless(Address(36, 0));
   const leakbound_heap_stats after = Read();
   EXPECT_EQ(after.live_bytes, start.live_bytes);
   EXPECT_EQ(after.live_allocations, start.live_allocations);

@@ -19,7 +19,7 @@
  * initialisers and the program's start-up (`import torch`: ~15,000 sites, 2.3 million blocks)
  * allocate has no call site, so that the hooks pay for sites only in the steps that call sites
  * are for (a run without them never stores one, and its frees never read the sites' array:
- * heap_core.c, g_sites_stored). A block without a site is in the counters and the census, not in
+ * LeakboundHeapOnFreeSiteless). A block without a site is in the counters and the census, not in
  * any site's books: a free finds site 0 and books nothing. The switch goes one way, and a thread
  * that frees a block another allocated with a site sees it set (the program's own hand-over of
  * the block orders the two), so a site's books never miss the free of a block they counted. */
@@ -29,7 +29,9 @@ extern LB_HIDDEN int g_leakbound_sites_wanted;
 /* Switches call sites on if they are wanted and not on yet (the marker, at a sample). */
 static inline void LeakboundSitesStart(void) {
   if (g_leakbound_sites_wanted && !__atomic_load_n(&g_leakbound_sites_on, __ATOMIC_RELAXED)) {
-    LeakboundHeapSitesStored(); /* before any record holds a site */
+    /* The core's flag, true to what records may hold from now on (for OnFree, which this
+     * library's frees do not use: with sites on they take OnFreeTaken / OnFreeFast). */
+    LeakboundHeapSitesStored();
     __atomic_store_n(&g_leakbound_sites_on, 1, __ATOMIC_RELAXED);
   }
 }
