@@ -665,10 +665,12 @@ static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, u
       const size_t i = RecordIndex(key);
       if (LB_LIKELY(atomic_load_explicit(&chunk->word[i], memory_order_relaxed) == kEmpty)) {
         const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-        if (site != 0 && sites_said) {
-          atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
-        } else if (site != 0) {
-          StoreSite(chunk, i, site);
+        if (site != 0) {
+          if (sites_said) {
+            atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+          } else {
+            StoreSite(chunk, i, site);
+          }
         }
         atomic_store_explicit(&chunk->word[i], PackAt(key, (uint32_t)size, clock),
                               memory_order_relaxed);
