@@ -171,7 +171,11 @@ typedef struct Directory {
 static _Atomic(Directory *) g_regions[(size_t)1 << (kAddressBits - kRegionBits)]; /* 8 MiB, bss */
 static LargeEntry *_Atomic g_large[kLargeTables]; /* mapped on demand */
 static _Atomic int64_t g_large_live[kLargeTables];   /* live entries per table */
-static _Atomic int g_paused;
+/* The fast paths' gate: zero, or why an allocation takes the general path: kGatePaused (counting
+ * switched off, leakbound_heap_set_counting) or kGateHeld (a front end's hold,
+ * LeakboundHeapHoldFastPath). One load and one test on the common path for both. */
+static _Atomic int g_gate;
+enum { kGatePaused = 1, kGateHeld = 2 };
 static _Atomic int g_degraded;
 /* Set before or at the first record that stores a call site (LeakboundHeapSitesStored, or the
  * general path's StoreSite): from then on OnFree clears a record's site too (a run without call
@@ -255,7 +259,8 @@ static inline ThreadCounters *Counters(void) {
 
 /* This thread's slot if its allocations are counted now, else NULL. */
 static __attribute__((noinline)) ThreadCounters *CountingCountersSlow(void) {
-  if (t_state.exclude_depth > 0 || atomic_load_explicit(&g_paused, memory_order_relaxed)) {
+  if (t_state.exclude_depth > 0 ||
+      (atomic_load_explicit(&g_gate, memory_order_relaxed) & kGatePaused)) {
     return NULL;
   }
   ThreadCounters *c = t_state.counters ? t_state.counters : ClaimThreadCounters();
@@ -265,7 +270,8 @@ static __attribute__((noinline)) ThreadCounters *CountingCountersSlow(void) {
 
 static inline ThreadCounters *CountingCounters(void) {
   ThreadCounters *c = t_state.counting;
-  if (LB_UNLIKELY(c == NULL || atomic_load_explicit(&g_paused, memory_order_relaxed))) {
+  if (LB_UNLIKELY(c == NULL ||
+                  (atomic_load_explicit(&g_gate, memory_order_relaxed) & kGatePaused))) {
     return CountingCountersSlow();
   }
   return c;
@@ -274,11 +280,7 @@ static inline ThreadCounters *CountingCounters(void) {
 
 /* A record's birth stamp is the census clock's low 16 bits when it was allocated: the census
  * generation (bits 8..15) and the cohort (bits 0..7). A block of an earlier census (another
- * generation) is freed into the older cohort. */
-static inline unsigned CohortOf(uint64_t clock, unsigned stamp) {
-  return ((stamp ^ (unsigned)clock) & 0xff00) ? (unsigned)kOlderCohort : (stamp & 0xff);
-}
-
+ * generation) is freed into the older cohort (FreedBook). */
 static inline unsigned CurrentEpoch(uint64_t clock) { return (unsigned)clock & 0xffff; }
 
 /* The clock word of stamp: the stamp, and above it the record word's valid bit and the stamp in
@@ -296,8 +298,18 @@ static inline unsigned Book(uint64_t clock, unsigned cohort) {
   return (((unsigned)clock >> 8) & 1) * (unsigned)kCohorts + cohort;
 }
 
-/* The book of a block stamped at `clock`: its birth cohort, CohortOf(clock, CurrentEpoch(clock)). */
+/* The book of a block stamped at `clock`: its birth cohort, FreedBook(clock, CurrentEpoch(clock)). */
 static inline unsigned BirthBook(uint64_t clock) { return Book(clock, (unsigned)clock & 0xff); }
+
+/* Where a block born at `stamp` is booked when freed at `clock`: its birth cohort in the books of
+ * the clock's generation, or the older cohort when it was born in an earlier generation. With 256
+ * cohorts a generation, a stamp of the clock's own generation is its book's number (the
+ * generation's low bit, then the cohort), so the common case is a test and a mask. */
+_Static_assert(kCohorts == 256, "FreedBook: a stamp's low 9 bits are its book");
+static inline unsigned FreedBook(uint64_t clock, unsigned stamp) {
+  return LB_LIKELY(((stamp ^ (unsigned)clock) & 0xff00) == 0) ? (stamp & 0x1ff)
+                                                              : Book(clock, kOlderCohort);
+}
 
 /* The shared slot's books: locked adds, CAS peak. */
 static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, uint64_t size,
@@ -560,6 +572,16 @@ static inline uint32_t PackAt(uintptr_t key, uint32_t size_field, uint64_t clock
 
 static inline unsigned StampOf(uint32_t word) { return word >> kStampShift; }
 
+/* Whether a set record word is key's: its offset field is the key's offset in the granule and the
+ * key is 8-byte aligned, in one compare. The word shifted so that its offset field lies over the
+ * key's bits 3..4 puts its valid bit (1) over bit 2, so the key's low 5 bits XOR it are exactly
+ * 4 (0b00100) when both hold, and any other value when the offset differs or a bit of 0..2 is
+ * set. */
+_Static_assert(kOffsetShift == 1 && kGranuleShift <= 5, "MatchesOffset: the word's bit layout");
+static inline int MatchesOffset(uint32_t word, uintptr_t key) {
+  return (((uintptr_t)word << (3 - kOffsetShift) ^ key) & kGranuleMask) == 4;
+}
+
 /* A record's size: inline, or its large table's (which the entry leaves). */
 static inline uint64_t SizeOf(uint32_t word, uintptr_t address) {
   const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
@@ -577,12 +599,11 @@ static inline void StoreSite(Chunk *chunk, size_t i, uint32_t site) {
 /* key's record word (its chunk and index in *chunk, *i), or kEmpty when key was not recorded (no
  * record, another block's, or an address no block of malloc's can have). */
 static inline uint32_t RecordFind(uintptr_t key, Chunk **chunk, size_t *i) {
-  if (LB_UNLIKELY(key & 7)) return kEmpty; /* its high bits: FindChunk */
-  *chunk = FindChunk(key);
+  *chunk = FindChunk(key); /* tests the key's high bits (on a miss) */
   if (LB_UNLIKELY(*chunk == NULL)) return kEmpty;
   *i = RecordIndex(key);
   const uint32_t word = atomic_load_explicit(&(*chunk)->word[*i], memory_order_relaxed);
-  return ((word >> kOffsetShift) & 3) == OffsetField(key) ? word : kEmpty;
+  return word != kEmpty && MatchesOffset(word, key) ? word : kEmpty;
 }
 
 /* Clears key's record and returns its size, site (when site is not NULL; a run without call
@@ -616,7 +637,7 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uin
     atomic_store_explicit(&chunk->site[i], 0, memory_order_relaxed);
     const uintptr_t stale_address =
         (key & ~kGranuleMask) | (uintptr_t)(((stale >> kOffsetShift) & 3) << 3);
-    CountFreed(c, SizeOf(stale, stale_address), Book(clock, CohortOf(clock, StampOf(stale))));
+    CountFreed(c, SizeOf(stale, stale_address), FreedBook(clock, StampOf(stale)));
   }
   uint32_t size_field = (uint32_t)size;
   if (LB_UNLIKELY(size > kInlineSizeMax)) {
@@ -659,7 +680,7 @@ static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, u
   const uintptr_t key = (uintptr_t)block;
   /* No BadKey: a block malloc returns is aligned, and FindChunk tests the high bits. */
   if (LB_LIKELY(c != NULL && size <= kInlineSizeMax && site <= kSiteMax &&
-                !atomic_load_explicit(&g_paused, memory_order_relaxed))) {
+                !atomic_load_explicit(&g_gate, memory_order_relaxed))) {
     Chunk *chunk = FindChunk(key);
     if (LB_LIKELY(chunk != NULL)) {
       const size_t i = RecordIndex(key);
@@ -720,7 +741,7 @@ unsigned LeakboundHeapEpochNow(void) {
 
 static inline void CountTakenFreed(ThreadCounters *c, uint64_t size, unsigned epoch) {
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-  CountFreed(c, size, Book(clock, CohortOf(clock, epoch)));
+  CountFreed(c, size, FreedBook(clock, epoch));
 }
 
 static __attribute__((noinline)) void OnFreeSlow(uint64_t size, unsigned epoch) {
@@ -749,7 +770,7 @@ static inline void OnFreeSiteless(const void *block) {
       return;
     }
     const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-    CountOwnFreed(c, size, Book(clock, CohortOf(clock, epoch)));
+    CountOwnFreed(c, size, FreedBook(clock, epoch));
   }
 }
 
@@ -798,7 +819,7 @@ int LeakboundHeapOnFreeFast(const void *block, LeakboundHeapTaken *taken) {
   taken->epoch = StampOf(word);
   taken->slot = c->slot1;
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-  CountOwnFreed(c, field, Book(clock, CohortOf(clock, taken->epoch)));
+  CountOwnFreed(c, field, FreedBook(clock, taken->epoch));
   return 1;
 }
 
@@ -821,7 +842,7 @@ void LeakboundHeapPutBack(const void *block, LeakboundHeapTaken taken) {
   if (!RecordPut(c, (uintptr_t)block, taken.size, taken.site, taken.epoch, clock)) {
     /* Only when the large table is full (the block's chunk was mapped when it was recorded):
      * leaves the books. */
-    CountFreed(c, taken.size, Book(clock, CohortOf(clock, taken.epoch)));
+    CountFreed(c, taken.size, FreedBook(clock, taken.epoch));
     atomic_store_explicit(&g_degraded, 1, memory_order_relaxed);
   }
 }
@@ -899,9 +920,23 @@ void leakbound_heap_exclude_end(void) {
 
 int leakbound_heap_excluded(void) { return t_state.exclude_depth > 0; }
 
-void leakbound_heap_set_counting(int on) { atomic_store(&g_paused, on ? 0 : 1); }
+void leakbound_heap_set_counting(int on) {
+  if (on) {
+    atomic_fetch_and(&g_gate, ~kGatePaused);
+  } else {
+    atomic_fetch_or(&g_gate, kGatePaused);
+  }
+}
 
-int leakbound_heap_counting(void) { return !atomic_load(&g_paused); }
+int leakbound_heap_counting(void) { return !(atomic_load(&g_gate) & kGatePaused); }
+
+void LeakboundHeapHoldFastPath(int hold) {
+  if (hold) {
+    atomic_fetch_or(&g_gate, kGateHeld);
+  } else {
+    atomic_fetch_and(&g_gate, ~kGateHeld);
+  }
+}
 
 /* ---- the census (leakbound/watch/heap.h) ------------------------------------------------ */
 

@@ -73,8 +73,9 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocStamped(const void* block, uint64_
                                                       uint32_t site, unsigned* stamp);
 /* The common paths of OnAllocStamped and OnFreeTaken, all or nothing, for a front end that keeps
  * books of its own beside them (inlined into it by link-time optimisation). OnAllocFast: the
- * thread counts on a slot of its own, the block's record is free in a mapped chunk, its size fits
- * a record: records and counts it, sets what OnAllocStamped would (*slot: the slot + 1; *stamp)
+ * thread counts on a slot of its own, counting is on and the fast paths are not held
+ * (LeakboundHeapHoldFastPath), the block's record is free in a mapped chunk, its size fits a
+ * record: records and counts it, sets what OnAllocStamped would (*slot: the slot + 1; *stamp)
  * and returns 1; else does nothing and returns 0. OnFreeFast: 1 when it took the block's record (*taken as
  * OnFreeTaken fills it), 0 when the block was not recorded (nothing to do), -1 when it did
  * nothing (no slot of the thread's own, a large block: the caller takes OnFreeTaken). */
@@ -86,6 +87,10 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocFast(const void* block, uint64_t s
  * site, never through OnFreeSiteless, which would leave it to the granule's next block. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapSitesStored(void);
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnFreeFast(const void* block, LeakboundHeapTaken* taken);
+/* Holds the fast paths (hold 1) or lets them go (0): while held, OnAllocFast returns 0 and every
+ * allocation takes the general path, so that a front end with work of its own to do on some
+ * allocations (the watch preload's job clock) tests for it there, not on the common path. */
+LEAKBOUND_HEAP_HIDDEN void LeakboundHeapHoldFastPath(int hold);
 /* The stamp a block allocated now would get (the census clock's generation and cohort). */
 LEAKBOUND_HEAP_HIDDEN unsigned LeakboundHeapEpochNow(void);
 /* A block about to be handed back to the allocator (call BEFORE the real free: once freed, the

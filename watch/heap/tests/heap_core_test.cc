@@ -289,15 +289,17 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   EXPECT_EQ(fast.slot, static_cast<uint32_t>(slot));
   EXPECT_EQ(LeakboundHeapOnFreeFast(block, &fast), 0);
   // A block at each 8-byte offset inside its granule: its record keeps the offset, so only that
-  // address frees it, with the size and stamp it was recorded with.
+  // address frees it, with the size and stamp it was recorded with (no other byte of the granule,
+  // aligned or not, finds it).
   for (uintptr_t offset = 8; offset < (uintptr_t{1} << kGranuleShift); offset += 8) {
     SCOPED_TRACE(offset);
     const uintptr_t granule = 0x300 + 4 * offset * 8;  // one granule per offset, none shared
     ASSERT_EQ(LeakboundHeapOnAllocFast(Address(30, granule + offset), 50 + offset, 0, &stamp,
                                        &slot), 1);
-    for (uintptr_t other = 0; other < (uintptr_t{1} << kGranuleShift); other += 8) {
+    for (uintptr_t other = 0; other < (uintptr_t{1} << kGranuleShift); ++other) {
       if (other == offset) continue;
-      EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, granule + other), &fast), 0);
+      EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, granule + other), &fast), 0) << other;
+      EXPECT_EQ(LeakboundHeapTake(Address(30, granule + other)).found, 0) << other;
     }
     EXPECT_EQ(LeakboundHeapOnFreeFast(Address(30, granule + offset), &fast), 1);
     EXPECT_EQ(fast.size, 50 + offset);
@@ -315,6 +317,32 @@ TEST(HeapCoreTest, FastPaths_DoWhatTheGeneralPathsDo_OrNothing) {
   const leakbound_heap_stats after = Read();
   EXPECT_EQ(after.live_bytes, start.live_bytes);
   EXPECT_EQ(after.live_allocations, start.live_allocations);
+}
+
+// While a front end holds the fast paths (the watch preload, while it samples at the job's clock),
+// every allocation takes the general path, which still records it; a pause of counting and its
+// end leave the hold as it was; let go, the fast path records again.
+TEST(HeapCoreTest, HeldFastPaths_LeaveEveryAllocationToTheGeneralPath) {
+  const leakbound_heap_stats start = Read();
+  unsigned stamp = 0;
+  int slot = 0;
+  ASSERT_NE(LeakboundHeapOnAllocAt(Address(37, 0x100), 8, 0), 0);  // the slot, a mapped chunk
+  LeakboundHeapHoldFastPath(1);
+  EXPECT_EQ(LeakboundHeapOnAllocFast(Address(37, 0), 40, 0, &stamp, &slot), 0);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 8u);
+  EXPECT_NE(LeakboundHeapOnAllocAt(Address(37, 0), 40, 0), 0);
+  EXPECT_EQ(leakbound_heap_counting(), 1);
+  leakbound_heap_set_counting(0);
+  EXPECT_EQ(LeakboundHeapOnAllocAt(Address(37, 128), 40, 0), 0);
+  leakbound_heap_set_counting(1);
+  EXPECT_EQ(LeakboundHeapOnAllocFast(Address(37, 64), 40, 0, &stamp, &slot), 0);
+  LeakboundHeapHoldFastPath(0);
+  EXPECT_EQ(LeakboundHeapOnAllocFast(Address(37, 64), 40, 0, &stamp, &slot), 1);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 88u);
+  LeakboundHeapOnFree(Address(37, 0));
+  LeakboundHeapOnFree(Address(37, 64));
+  LeakboundHeapOnFree(Address(37, 0x100));
+  EXPECT_EQ(Read().live_bytes, start.live_bytes);
 }
 
 // The free path for blocks that hold no call site (the watch preload's, while call sites are off)

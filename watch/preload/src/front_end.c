@@ -21,23 +21,35 @@
 #include "leakbound/watch/heap.h"
 #include "preload_internal.h"
 
-/* With call sites on: the site's lookup and books. Out of line, so that the hooks' path without
- * call sites saves no register and keeps no frame. */
+/* The general allocation paths, out of line so that the common ones save no register and keep no
+ * frame of locals. Each ends with the job clock's test (after the record: a sample there sees this
+ * block), which the common paths leave out: while the clock is on, the heap's fast paths are held
+ * (marker.c, LeakboundHeapHoldFastPath), so every allocation comes here. */
+
+/* With call sites on: the site's lookup and books. */
 static __attribute__((noinline)) void CountedAtSite(void* block, uint64_t size, uintptr_t pc) {
   /* An excluded thread's allocation (the marker's) claims no site. */
   uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
   unsigned stamp = 0;
   const int slot = LeakboundHeapOnAllocStamped(block, size, site, &stamp);
   if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
+  LeakboundJobClockCheck();
+}
+
+/* Without call sites. */
+static __attribute__((noinline)) void CountedSiteless(void* block, uint64_t size) {
+  LeakboundHeapOnAlloc(block, size);
+  LeakboundJobClockCheck();
 }
 
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
   if (__builtin_expect(g_leakbound_sites_on, 1)) {
     if (!LeakboundSiteCountedFast(block, size, pc)) CountedAtSite(block, size, pc);
   } else {
-    LeakboundHeapOnAlloc(block, size);
+    unsigned stamp;
+    int slot;
+    if (!LeakboundHeapOnAllocFast(block, size, 0, &stamp, &slot)) CountedSiteless(block, size);
   }
-  LeakboundJobClockCheck(); /* after the record: a sample here sees this block */
 }
 
 static inline void Forgotten(void* block, LeakboundHeapTaken taken) {

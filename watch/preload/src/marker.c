@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "heap_core.h"
 #include "leakbound/watch/heap.h"
 #include "preload_internal.h"
 
@@ -672,7 +673,10 @@ static void RestartSeries(const char *why) {
 
 LB_EXPORT void leakbound_step(void) {
   if (!FollowedByMarker()) return;
-  if (atomic_exchange(&g_leakbound_job_clock, NULL) != NULL) RestartSeries(NULL);
+  if (atomic_exchange(&g_leakbound_job_clock, NULL) != NULL) {
+    LeakboundHeapHoldFastPath(0);
+    RestartSeries(NULL);
+  }
   if (atomic_exchange(&g_timer_on, 0)) {
     RestartSeries("interval: the program marks its own steps, so the timer stopped at its first "
                   "step and its series is those steps (the timer samples before it were dropped)");
@@ -950,6 +954,8 @@ static void Begin(int origin) {
   if (g_clock_page && g_interval_ns == 0) {
     atomic_store(&g_leakbound_job_seen, atomic_load(g_clock_page));
     atomic_store(&g_leakbound_job_clock, g_clock_page);
+    /* The allocation hooks test the clock on the heap's general path only (front_end.c). */
+    LeakboundHeapHoldFastPath(1);
   }
 }
 
@@ -995,6 +1001,7 @@ static void AfterForkInChild(void) {
   const int inherited = atomic_exchange(&g_fd, -1);
   atomic_store(&g_followed, 0);
   atomic_store(&g_leakbound_job_clock, NULL);
+  LeakboundHeapHoldFastPath(0);
   /* Only if it is still the parent's connection: a program may own that number now. */
   if (inherited >= 0 && ChannelIntact(inherited)) syscall(SYS_close, inherited);
   g_steps = g_ticks = g_samples = 0;

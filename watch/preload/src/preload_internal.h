@@ -136,8 +136,9 @@ LB_HIDDEN void LeakboundSitesForget(int forked_child);
 LB_HIDDEN uint64_t LeakboundMappedBytes(void);
 
 /* The job's clock (channel.h, LEAKBOUND_WATCH_CLOCK): non-NULL while this process marks no step
- * of its own. An allocation hook that sees it move takes a sample (marker.c). One relaxed load
- * on the hot path when off. */
+ * of its own. An allocation hook that sees it move takes a sample (marker.c). Tested on the
+ * general allocation paths only: marker.c holds the heap's fast paths while it is on
+ * (LeakboundHeapHoldFastPath), so the common path pays nothing for it. */
 extern LB_HIDDEN const _Atomic uint64_t* _Atomic g_leakbound_job_clock;
 extern LB_HIDDEN _Atomic uint64_t g_leakbound_job_seen;
 LB_HIDDEN void LeakboundJobClockSample(void);
