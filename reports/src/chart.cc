@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -40,10 +41,14 @@ constexpr double kMarginBottom = 34;
 constexpr double kMaxBarWidth = 64;
 constexpr double kBarLabelWidth = 62;
 
+// printf's "%.1f" (std::to_chars with a precision is specified as printf's text), without
+// printf's cost: a chart's path is a few thousand coordinates, and snprintf was most of the time
+// report.html took for a 20,000-step run.
 std::string Fixed1(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", value);
-  return buffer;
+  char buffer[320];  // the largest double's 309 digits, a sign, the point and a decimal
+  const std::to_chars_result written =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, 1);
+  return std::string(buffer, written.ptr);
 }
 
 // The plotting area of a chart, in SVG units.
