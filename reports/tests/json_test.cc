@@ -162,8 +162,10 @@ TEST(ReportJsonTest, DumpJson_IsNlohmannsDumpByteForByte) {
 
 // A series packed as one value (PackedNumbers) is written as nlohmann writes the array of its
 // values, byte for byte, at every indent: under object keys, at the top and directly inside an
-// array, empty or not, with the awkward values above among seeded ones. In a report's text the
-// series is nlohmann's compact array; ToJson (the document other code reads) still holds arrays.
+// array, empty or not, with the awkward values above among seeded ones, and in runs of one value
+// (whose text the writer copies: -0.0 after 0.0 and a long text after a short one must not be).
+// In a report's text the series is nlohmann's compact array; ToJson (the document other code
+// reads) still holds arrays.
 TEST(ReportJsonTest, PackedNumbers_AreWrittenAsNlohmannWritesTheirArray) {
   const auto dump = [](const nlohmann::json& j, int indent) {
     return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -179,6 +181,11 @@ TEST(ReportJsonTest, PackedNumbers_AreWrittenAsNlohmannWritesTheirArray) {
                      std::pow(10.0, static_cast<int>(state >> 59) - 8);
     values.push_back(i % 2 == 0 ? std::trunc(v) : -v);
   }
+  for (const nlohmann::json& v : AwkwardValues()) {
+    if (!v.is_number()) continue;
+    for (int run = 0; run < 3; ++run) values.push_back(v.get<double>());
+  }
+  for (double v : {0.0, -0.0, -0.0, 0.0, 1e300, 1e300, 7.0, 7.0, 0.1, 0.1, 7.0}) values.push_back(v);
   for (const std::vector<double>& series :
        {values, std::vector<double>{}, std::vector<double>{3.0}}) {
     const nlohmann::json packed = {{"a", PackedNumbers(series)},
