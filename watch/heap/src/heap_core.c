@@ -673,14 +673,16 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
  * nothing (0: nothing done, the caller takes OnAllocSlow; 1: done, *slot is the thread's slot + 1).
  * The census clock is read once and its low 16 bits are the block's birth stamp (*stamp).
  * sites_said: the caller said that records hold sites (LeakboundHeapSitesStored), so a site is
- * stored without setting g_sites_stored. */
+ * stored without setting g_sites_stored. gate: the gate's bits that stop it (kGateHeld is left
+ * out by the general paths: a hold only sends the front end's allocations to its own general
+ * path, which records them here). */
 static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, unsigned *stamp,
-                              int *slot, int sites_said) {
+                              int *slot, int sites_said, int gate) {
   ThreadCounters *c = t_state.counting; /* NULL: excluded, no slot yet, or the shared slot */
   const uintptr_t key = (uintptr_t)block;
   /* No BadKey: a block malloc returns is aligned, and FindChunk tests the high bits. */
   if (LB_LIKELY(c != NULL && size <= kInlineSizeMax && site <= kSiteMax &&
-                !atomic_load_explicit(&g_gate, memory_order_relaxed))) {
+                !(atomic_load_explicit(&g_gate, memory_order_relaxed) & gate))) {
     Chunk *chunk = FindChunk(key);
     if (LB_LIKELY(chunk != NULL)) {
       const size_t i = RecordIndex(key);
@@ -707,14 +709,19 @@ static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, u
 
 static inline int OnAlloc(const void *block, uint64_t size, uint32_t site, unsigned *stamp) {
   int slot;
-  return LB_LIKELY(OnAllocFast(block, size, site, stamp, &slot, 0))
+  return LB_LIKELY(OnAllocFast(block, size, site, stamp, &slot, 0, kGatePaused))
              ? slot
              : OnAllocSlow(block, size, site, stamp);
 }
 
 int LeakboundHeapOnAllocFast(const void *block, uint64_t size, uint32_t site, unsigned *stamp,
                              int *slot) {
-  return OnAllocFast(block, size, site, stamp, slot, 1);
+  return OnAllocFast(block, size, site, stamp, slot, 1, kGatePaused | kGateHeld);
+}
+
+int LeakboundHeapOnAllocFastInHold(const void *block, uint64_t size, uint32_t site,
+                                   unsigned *stamp, int *slot) {
+  return OnAllocFast(block, size, site, stamp, slot, 1, kGatePaused);
 }
 
 int LeakboundHeapOnAllocAt(const void *block, uint64_t size, uint32_t site) {
@@ -730,7 +737,7 @@ int LeakboundHeapOnAllocStamped(const void *block, uint64_t size, uint32_t site,
 void LeakboundHeapOnAlloc(const void *block, uint64_t size) {
   unsigned stamp;
   int slot;
-  if (LB_UNLIKELY(!OnAllocFast(block, size, 0, &stamp, &slot, 0))) {
+  if (LB_UNLIKELY(!OnAllocFast(block, size, 0, &stamp, &slot, 0, kGatePaused))) {
     (void)OnAllocSlow(block, size, 0, &stamp);
   }
 }

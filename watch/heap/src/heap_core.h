@@ -88,9 +88,13 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocFast(const void* block, uint64_t s
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapSitesStored(void);
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnFreeFast(const void* block, LeakboundHeapTaken* taken);
 /* Holds the fast paths (hold 1) or lets them go (0): while held, OnAllocFast returns 0 and every
- * allocation takes the general path, so that a front end with work of its own to do on some
- * allocations (the watch preload's job clock) tests for it there, not on the common path. */
+ * allocation takes the front end's general path, so that a front end with work of its own to do
+ * on some allocations (the watch preload's job clock) tests for it there, not on the common path.
+ * The core's general entries (OnAlloc, OnAllocAt, OnAllocStamped) and OnAllocFastInHold, which
+ * that general path calls, record as if nothing were held. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapHoldFastPath(int hold);
+LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocFastInHold(const void* block, uint64_t size,
+                                                         uint32_t site, unsigned* stamp, int* slot);
 /* The stamp a block allocated now would get (the census clock's generation and cohort). */
 LEAKBOUND_HEAP_HIDDEN unsigned LeakboundHeapEpochNow(void);
 /* A block about to be handed back to the allocator (call BEFORE the real free: once freed, the

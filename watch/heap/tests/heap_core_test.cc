@@ -336,11 +336,17 @@ TEST(HeapCoreTest, HeldFastPaths_LeaveEveryAllocationToTheGeneralPath) {
   EXPECT_EQ(LeakboundHeapOnAllocAt(Address(37, 128), 40, 0), 0);
   leakbound_heap_set_counting(1);
   EXPECT_EQ(LeakboundHeapOnAllocFast(Address(37, 64), 40, 0, &stamp, &slot), 0);
+  // The front end's general path takes the common one past the hold.
+  EXPECT_EQ(LeakboundHeapOnAllocFastInHold(Address(37, 96), 24, 0, &stamp, &slot), 1);
   LeakboundHeapHoldFastPath(0);
   EXPECT_EQ(LeakboundHeapOnAllocFast(Address(37, 64), 40, 0, &stamp, &slot), 1);
-  EXPECT_EQ(Read().live_bytes - start.live_bytes, 88u);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 112u);
+  leakbound_heap_set_counting(0);  // a pause stops both
+  EXPECT_EQ(LeakboundHeapOnAllocFastInHold(Address(37, 160), 24, 0, &stamp, &slot), 0);
+  leakbound_heap_set_counting(1);
   LeakboundHeapOnFree(Address(37, 0));
   LeakboundHeapOnFree(Address(37, 64));
+  LeakboundHeapOnFree(Address(37, 96));
   LeakboundHeapOnFree(Address(37, 0x100));
   EXPECT_EQ(Read().live_bytes, start.live_bytes);
 }

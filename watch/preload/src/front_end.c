@@ -26,17 +26,20 @@
  * block), which the common paths leave out: while the clock is on, the heap's fast paths are held
  * (marker.c, LeakboundHeapHoldFastPath), so every allocation comes here. */
 
-/* With call sites on: the site's lookup and books. */
+/* With call sites on: the common path again if only a hold stopped it, else the site's lookup
+ * and books. */
 static __attribute__((noinline)) void CountedAtSite(void* block, uint64_t size, uintptr_t pc) {
-  /* An excluded thread's allocation (the marker's) claims no site. */
-  uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
-  unsigned stamp = 0;
-  const int slot = LeakboundHeapOnAllocStamped(block, size, site, &stamp);
-  if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
+  if (!LeakboundSiteCountedFast(block, size, pc, 1)) {
+    /* An excluded thread's allocation (the marker's) claims no site. */
+    uint32_t site = leakbound_heap_excluded() ? 0 : LeakboundSiteFor(pc);
+    unsigned stamp = 0;
+    const int slot = LeakboundHeapOnAllocStamped(block, size, site, &stamp);
+    if (slot && site) LeakboundSiteAlloc(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
+  }
   LeakboundJobClockCheck();
 }
 
-/* Without call sites. */
+/* Without call sites (the core's general entry records as if no hold were on). */
 static __attribute__((noinline)) void CountedSiteless(void* block, uint64_t size) {
   LeakboundHeapOnAlloc(block, size);
   LeakboundJobClockCheck();
@@ -44,7 +47,7 @@ static __attribute__((noinline)) void CountedSiteless(void* block, uint64_t size
 
 static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
   if (__builtin_expect(g_leakbound_sites_on, 1)) {
-    if (!LeakboundSiteCountedFast(block, size, pc)) CountedAtSite(block, size, pc);
+    if (!LeakboundSiteCountedFast(block, size, pc, 0)) CountedAtSite(block, size, pc);
   } else {
     unsigned stamp;
     int slot;

@@ -57,9 +57,10 @@ LB_HIDDEN void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int6
  * optimisation): a site already in its first probe's slot, a block the core's fast path takes
  * (heap_core.h, LeakboundHeapOnAllocFast / OnFreeFast), books as LeakboundSiteAlloc / Free keep
  * them. CountedFast: 1 when the block was recorded and booked, 0 when nothing was done (the
- * general path follows). UncountedFast: 1 when done (taken and booked, or not recorded), 0 when
- * nothing was done. */
-LB_HIDDEN int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc);
+ * general path follows); in_hold: the caller is the general path, which a hold of the core's fast
+ * paths sends every allocation to (LeakboundHeapOnAllocFastInHold). UncountedFast: 1 when done
+ * (taken and booked, or not recorded), 0 when nothing was done. */
+LB_HIDDEN int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc, int in_hold);
 LB_HIDDEN int LeakboundSiteUncountedFast(void* block);
 
 /* Reporting side (the marker, never a hook): visits every site whose survivors changed since

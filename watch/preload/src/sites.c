@@ -411,7 +411,7 @@ static __attribute__((noinline)) void SiteFreeBusy(uint32_t site, uint32_t slot,
   }
 }
 
-int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc) {
+int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc, int in_hold) {
   /* The site's first probe only (the table's other slots: LeakboundSiteFor). */
   const size_t at = (size_t)(((uint64_t)pc * 0x9E3779B97F4A7C15ull) >> (64 - kSiteBits));
   if (__builtin_expect(atomic_load_explicit(&g_sites[at].pc, memory_order_relaxed) != pc, 0)) {
@@ -420,7 +420,11 @@ int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc) {
   const uint32_t site = (uint32_t)at + 1;
   unsigned stamp;
   int slot;
-  if (__builtin_expect(!LeakboundHeapOnAllocFast(block, size, site, &stamp, &slot), 0)) return 0;
+  if (__builtin_expect(!(in_hold ? LeakboundHeapOnAllocFastInHold(block, size, site, &stamp, &slot)
+                                 : LeakboundHeapOnAllocFast(block, size, site, &stamp, &slot)),
+                       0)) {
+    return 0;
+  }
   SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
   if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
                            SiteQuiet(&g_sites[at]), 1)) {
