@@ -681,8 +681,9 @@ static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, u
   ThreadCounters *c = t_state.counting; /* NULL: excluded, no slot yet, or the shared slot */
   const uintptr_t key = (uintptr_t)block;
   /* No BadKey: a block malloc returns is aligned, and FindChunk tests the high bits. */
-  if (LB_LIKELY(c != NULL && size <= kInlineSizeMax && site <= kSiteMax &&
-                !(atomic_load_explicit(&g_gate, memory_order_relaxed) & gate))) {
+  /* The gate first: a held front end's allocations leave after one test. */
+  if (LB_LIKELY(!(atomic_load_explicit(&g_gate, memory_order_relaxed) & gate) && c != NULL &&
+                size <= kInlineSizeMax && site <= kSiteMax)) {
     Chunk *chunk = FindChunk(key);
     if (LB_LIKELY(chunk != NULL)) {
       const size_t i = RecordIndex(key);
@@ -734,11 +735,18 @@ int LeakboundHeapOnAllocStamped(const void *block, uint64_t size, uint32_t site,
   return OnAlloc(block, size, site, stamp);
 }
 
+/* OnAllocSlow without a site, its stamp kept here: LeakboundHeapOnAlloc's callers keep no frame of
+ * locals for it. */
+static __attribute__((noinline)) void OnAllocSlowSiteless(const void *block, uint64_t size) {
+  unsigned stamp;
+  (void)OnAllocSlow(block, size, 0, &stamp);
+}
+
 void LeakboundHeapOnAlloc(const void *block, uint64_t size) {
   unsigned stamp;
   int slot;
   if (LB_UNLIKELY(!OnAllocFast(block, size, 0, &stamp, &slot, 0, kGatePaused))) {
-    (void)OnAllocSlow(block, size, 0, &stamp);
+    OnAllocSlowSiteless(block, size);
   }
 }
 
