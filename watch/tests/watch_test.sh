@@ -71,8 +71,8 @@ expect_nothing_written() {
 }
 
 # expect_job LEAKING NPROCESSES: every workload of a multi-process report (one per judged process)
-# is PASS except those whose name ends with LEAKING ("-": none), which must be a growth class, and
-# at least NPROCESSES were judged.
+# is PASS except those whose name ends with LEAKING ("-": none; "=NAME": the one named NAME),
+# which must be a growth class, and at least NPROCESSES were judged.
 expect_job() {
   python3 - "$out/report.json" "$1" "$2" <<'PY' || fail "job verdicts: see above"
 import json, sys
@@ -80,11 +80,13 @@ report, leaking, least = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv
 bad = []
 for w in report["workloads"]:
     print("  %-50s %s" % (w["name"], w["verdict"]))
-    want_leak = leaking != "-" and w["name"].endswith(leaking)
+    want_leak = leaking != "-" and (w["name"] == leaking[1:] if leaking.startswith("=")
+                                    else w["name"].endswith(leaking))
     if want_leak != (w["verdict"] in ("unbounded-growth", "leak", "slow-growth")) or \
             (not want_leak and w["verdict"] != "PASS"):
         bad.append(w["name"])
-named = [w for w in report["workloads"] if leaking != "-" and w["name"].endswith(leaking)]
+named = [w for w in report["workloads"] if leaking != "-" and
+         (w["name"] == leaking[1:] if leaking.startswith("=") else w["name"].endswith(leaking))]
 if bad or len(report["workloads"]) < least or (leaking != "-" and not named):
     sys.exit("wrong verdicts: %s (%d judged, want >= %d)" % (bad, len(report["workloads"]), least))
 PY
@@ -903,6 +905,22 @@ PY
     expect_job "fork 3 of watch_tree" 3
     expect_top_line "fork 3 of watch_tree" "$programs/tree.c" "if (leak) g_sink = malloc(64);"
     grep -q "^job: unbounded-growth in watch_tree / fork 3 of watch_tree" "$out_root/$case_name.stdout" || fail "the summary does not name the leaking worker"
+    ;;
+  tree_clock_leak | tree_clock_leak_no_sites)
+    # The leak is in the parent, which marks no step: it is sampled at the job's clock, which
+    # its allocation hooks test on their general path only (the heap's fast paths are held while
+    # the clock is on), with call sites and without.
+    sites=(); [ "$case_name" = tree_clock_leak_no_sites ] && sites=(--no-call-sites)
+    watch_expect 1 "${sites[@]}" -- "$(dirname "$c_steps")/watch_tree" clock-leak 300
+    expect_job "=watch_tree" 4  # the parent alone: its workers' names end with watch_tree too
+    if [ ${#sites[@]} = 0 ]; then
+      expect_top_line "watch_tree" "$programs/tree.c" "if (leak) g_sink = malloc(64);"
+    fi
+    report_field "[w['description'] for w in r['workloads'] if w['name'] == 'watch_tree'][0]" | grep -q "sampled at the job's steps" || fail "the parent is not described as sampled at the job's steps"
+    ;;
+  tree_clock_clean)
+    watch_expect 0 --no-call-sites -- "$(dirname "$c_steps")/watch_tree" clock-clean 300
+    expect_job - 4
     ;;
   tree_prefork_clean)
     watch_expect 0 -- "$(dirname "$c_steps")/watch_tree" prefork-clean 300

@@ -576,10 +576,12 @@ static inline unsigned StampOf(uint32_t word) { return word >> kStampShift; }
  * key is 8-byte aligned, in one compare. The word shifted so that its offset field lies over the
  * key's bits 3..4 puts its valid bit (1) over bit 2, so the key's low 5 bits XOR it are exactly
  * 4 (0b00100) when both hold, and any other value when the offset differs or a bit of 0..2 is
- * set. */
-_Static_assert(kOffsetShift == 1 && kGranuleShift <= 5, "MatchesOffset: the word's bit layout");
+ * set. (An empty word can match a key whose low bits are 4, never malloc's: RecordFind returns
+ * that word, kEmpty, either way.) */
+_Static_assert(kOffsetShift == 1 && kGranuleShift >= 3 && kGranuleShift <= 5,
+               "MatchesOffset: the word's bit layout");
 static inline int MatchesOffset(uint32_t word, uintptr_t key) {
-  return (((uintptr_t)word << (3 - kOffsetShift) ^ key) & kGranuleMask) == 4;
+  return ((((uintptr_t)word << (3 - kOffsetShift)) ^ key) & kGranuleMask) == 4;
 }
 
 /* A record's size: inline, or its large table's (which the entry leaves). */
@@ -603,7 +605,7 @@ static inline uint32_t RecordFind(uintptr_t key, Chunk **chunk, size_t *i) {
   if (LB_UNLIKELY(*chunk == NULL)) return kEmpty;
   *i = RecordIndex(key);
   const uint32_t word = atomic_load_explicit(&(*chunk)->word[*i], memory_order_relaxed);
-  return word != kEmpty && MatchesOffset(word, key) ? word : kEmpty;
+  return MatchesOffset(word, key) ? word : kEmpty; /* an empty word is kEmpty either way */
 }
 
 /* Clears key's record and returns its size, site (when site is not NULL; a run without call

@@ -952,10 +952,12 @@ static void Begin(int origin) {
   }
   /* Samples at the job's clock until it marks a step of its own (or has its own timer). */
   if (g_clock_page && g_interval_ns == 0) {
+    /* The allocation hooks test the clock on the heap's general path only (front_end.c), so the
+     * fast paths are held while it is on: held first, so that a first step on another thread
+     * between the two (which takes the clock and lets the hold go) leaves neither behind. */
+    LeakboundHeapHoldFastPath(1);
     atomic_store(&g_leakbound_job_seen, atomic_load(g_clock_page));
     atomic_store(&g_leakbound_job_clock, g_clock_page);
-    /* The allocation hooks test the clock on the heap's general path only (front_end.c). */
-    LeakboundHeapHoldFastPath(1);
   }
 }
 

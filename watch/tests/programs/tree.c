@@ -2,6 +2,9 @@
  * Every step is leakbound/watch/step.h's marker; "leaks" keeps 64 bytes a step.
  *   prefork-leak / prefork-clean  a pre-forking server: the parent (no markers) forks 3 workers
  *                                 that each serve STEPS requests; worker 2 leaks in -leak
+ *   clock-leak / clock-clean      the parent marks no step (it is sampled at the job's clock)
+ *                                 and serves requests while 3 workers mark STEPS paced steps;
+ *                                 the parent keeps 64 bytes a request in -leak
  *   daemon-leak / daemon-clean    a double-forked daemon (fork, setsid, fork; the first two exit
  *                                 at once) that runs the steps; it leaks in -leak
  *   daemon-crash                  the daemon runs STEPS clean steps, then crashes (SIGSEGV)
@@ -44,8 +47,8 @@ static void Pause(long ns) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: tree prefork-leak|prefork-clean|daemon-leak|daemon-clean|exec-self|"
-                    "outsider STEPS [FILE DONE]\n");
+    fprintf(stderr, "usage: tree prefork-leak|prefork-clean|clock-leak|clock-clean|daemon-leak|"
+                    "daemon-clean|exec-self|outsider STEPS [FILE DONE]\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -64,6 +67,37 @@ int main(int argc, char** argv) {
       int status = 0;
       waitpid(workers[w], &status, 0);
       failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    return failed;
+  }
+  if (strncmp(mode, "clock-", 6) == 0) {
+    pid_t workers[3];
+    for (int w = 0; w < 3; ++w) {
+      workers[w] = fork();
+      if (workers[w] == 0) {
+        unsigned seed = 31u + (unsigned)w;
+        for (int s = 0; s < steps; ++s) {
+          Serve(&seed, 0);
+          Pause(300000);
+        }
+        _exit(0);
+      }
+    }
+    /* The parent's requests, without a marker, until every worker is done. */
+    const int leak = strcmp(mode, "clock-leak") == 0;
+    unsigned seed = 7u;
+    int running = 3, failed = 0;
+    while (running > 0) {
+      void* blocks[4];
+      for (int i = 0; i < 4; ++i) blocks[i] = malloc(1 + (size_t)(rand_r(&seed) % 512));
+      for (int i = 0; i < 4; ++i) free(blocks[i]);
+      if (leak) g_sink = malloc(64);
+      Pause(100000);
+      int status = 0;
+      for (pid_t done; (done = waitpid(-1, &status, WNOHANG)) > 0;) {
+        --running;
+        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+      }
     }
     return failed;
   }
