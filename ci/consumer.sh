@@ -88,6 +88,18 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 || {
   cat "$work/install.log"; exit 1; }
 install_s=$(elapsed "$start")
 "$prefix/bin/leakbound" list >/dev/null  # the installed CLI starts (finds libleakbound_heap.so)
+# The installed `watch` finds its preload and its Python folder: --step-on marks the steps of a
+# Python program (json.dumps, no torch needed) and the job passes.
+if [[ -x /usr/bin/python3 ]]; then
+  if "$prefix/bin/leakbound" watch --out "$work/watch-installed" --step-on json.dumps -- \
+       /usr/bin/python3 -c "import json; [json.dumps(i) for i in range(3000)]" \
+       >"$work/watch-installed.log" 2>&1; then
+    echo "[install] the installed leakbound watch --step-on marked steps and passed"
+  else
+    cat "$work/watch-installed.log"
+    failures+=("install: the installed leakbound watch --step-on json.dumps did not pass")
+  fi
+fi
 start=$(now)
 cmake -S examples/consumer -B "$work/find_package" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" >"$work/find_package.configure.log" 2>&1 || {

@@ -122,6 +122,17 @@ install(TARGETS ${_lb_targets} EXPORT leakboundTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT leakboundTargets NAMESPACE leakbound:: DESTINATION ${LEAKBOUND_CMAKE_DIR})
 
+# `leakbound watch`'s Python folder (the `leakbound` module, the sitecustomize that --step-on puts
+# on PYTHONPATH), where the installed CLI looks for it: <prefix>/share/leakbound/python (next to
+# <prefix>/bin, as <build>/watch/python is next to <build>/harness). Until 2026-12-07 it was not
+# installed, and an installed `leakbound watch --step-on` marked no step.
+if(TARGET leakbound_watch_python AND TARGET leakbound)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/watch/python/leakbound
+                    ${PROJECT_SOURCE_DIR}/watch/python/sitecustomize
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/leakbound/python
+          FILES_MATCHING PATTERN "*.py")
+endif()
+
 # What the config file must find again: whatever the exported link interface names.
 set(LEAKBOUND_CONFIG_HAVE_CUDA ${LEAKBOUND_HAVE_CUDA})
 if(TARGET leakbound_gtest)

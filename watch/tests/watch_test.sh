@@ -1193,6 +1193,12 @@ sys.exit('no PSS rise reported for %s' % missing if missing or len(w) != 2 else 
     watch_expect 2 -- leakbound-no-such-command-xyz
     expect_nothing_written
     grep -q "not found in PATH" "$out_root/$case_name.stderr" || fail "message does not say not found"
+    # --step-on without leakbound's Python folder (an install without it marked no step and gave
+    # an inconclusive verdict with no reason): exit 2 before the program starts, saying what to do.
+    LEAKBOUND_WATCH_PYTHON=/nonexistent/leakbound-python watch_expect 2 --step-on json.dumps -- "$python" -c "import json"
+    expect_nothing_written
+    grep -q "step-on needs leakbound's Python folder.*LEAKBOUND_WATCH_PYTHON" "$out_root/$case_name.stderr" ||
+      fail "the message does not say what is missing: $(cat "$out_root/$case_name.stderr")"
     ;;
   cli_bad_values)
     for args in "--interval 20" "--interval 5parsecs" "--interval 1us" "--blocks 1" "--warmup x" \

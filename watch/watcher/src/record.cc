@@ -194,6 +194,15 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
         "--step-range needs libleakbound_nvtx_inject.so; build the "
         "leakbound_nvtx_inject target or set LEAKBOUND_NVTX_INJECTION");
   }
+  if (!options.step_on.empty() &&
+      (paths.python.empty() || !fs::exists(paths.python / "sitecustomize" / "sitecustomize.py"))) {
+    throw WatchUsageError(
+        "--step-on needs leakbound's Python folder (leakbound/, sitecustomize/), looked for at " +
+        (paths.python.empty() ? std::string("<build>/watch/python and <prefix>/share/leakbound/python")
+                              : paths.python.string()) +
+        "; build the leakbound_watch_python target, install leakbound again, or set "
+        "LEAKBOUND_WATCH_PYTHON to the folder");
+  }
   const fs::path program = ResolveCommand(options.command.front());
 
   JobFolder folder;
