@@ -840,6 +840,22 @@ int LeakboundHeapOnFreeFast(const void *block, LeakboundHeapTaken *taken) {
   return 1;
 }
 
+int LeakboundHeapOnFreeFastSiteless(const void *block) {
+  const uintptr_t key = (uintptr_t)block;
+  ThreadCounters *c = t_state.own;
+  if (LB_UNLIKELY(c == NULL)) return 0;
+  Chunk *chunk;
+  size_t i;
+  const uint32_t word = RecordFind(key, &chunk, &i);
+  if (word == kEmpty) return 1; /* not recorded: nothing to do */
+  const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
+  if (LB_UNLIKELY(field >= (uint32_t)kLargeField)) return 0;
+  atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
+  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+  CountOwnFreed(c, field, FreedBook(clock, StampOf(word)));
+  return 1;
+}
+
 int LeakboundHeapSlotsUsed(void) {
   return atomic_load_explicit(&g_threads_used, memory_order_acquire);
 }

@@ -87,6 +87,11 @@ LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnAllocFast(const void* block, uint64_t s
  * site, never through OnFreeSiteless, which would leave it to the granule's next block. */
 LEAKBOUND_HEAP_HIDDEN void LeakboundHeapSitesStored(void);
 LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnFreeFast(const void* block, LeakboundHeapTaken* taken);
+/* OnFreeFast for a front end whose records hold no call site (as OnFreeSiteless), with nothing
+ * to give back: 1 when done (the record taken and booked, or none: nothing to do), 0 when it did
+ * nothing (no slot of the thread's own, a large block: the caller takes OnFreeSiteless). A
+ * front end's free can then keep its common path free of calls, and of a frame. */
+LEAKBOUND_HEAP_HIDDEN int LeakboundHeapOnFreeFastSiteless(const void* block);
 /* Holds the fast paths (hold 1) or lets them go (0): while held, OnAllocFast returns 0 and every
  * allocation takes the front end's general path, so that a front end with work of its own to do
  * on some allocations (the watch preload's job clock) tests for it there, not on the common path.

@@ -366,6 +366,33 @@ TEST(HeapCoreTest, OnFreeSiteless_FreesAsOnFreeDoes) {
   EXPECT_EQ(after.live_allocations, start.live_allocations);
 }
 
+// The free hook's common path without call sites: all or nothing, as OnFreeSiteless books it.
+TEST(HeapCoreTest, OnFreeFastSiteless_FreesAsOnFreeSitelessDoes_OrNothing) {
+  const leakbound_heap_stats start = Read();
+  LeakboundHeapOnAlloc(Address(37, 0), 300);
+  LeakboundHeapOnAlloc(Address(37, 64), 20000);  // a large table's: not the common path's
+  ASSERT_EQ(Read().live_bytes - start.live_bytes, 20300u);
+  EXPECT_EQ(LeakboundHeapOnFreeFastSiteless(Address(37, 0)), 1);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 20000u);
+  EXPECT_EQ(Read().live_allocations - start.live_allocations, 1u);
+  EXPECT_EQ(LeakboundHeapOnFreeFastSiteless(Address(37, 0)), 1);  // no record: nothing to do
+  EXPECT_EQ(LeakboundHeapOnFreeFastSiteless(Address(37, 8)), 1);  // another address: the same
+  EXPECT_EQ(LeakboundHeapOnFreeFastSiteless(Address(37, 64)), 0);  // large: nothing done
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 20000u);
+  // A thread with no slot of its own yet (its first call): nothing done either.
+  LeakboundHeapOnAlloc(Address(37, 128), 40);
+  int fresh = -1;
+  std::thread other([&] { fresh = LeakboundHeapOnFreeFastSiteless(Address(37, 128)); });
+  other.join();
+  EXPECT_EQ(fresh, 0);
+  EXPECT_EQ(Read().live_bytes - start.live_bytes, 20040u);
+  LeakboundHeapOnFreeSiteless(Address(37, 64));
+  LeakboundHeapOnFreeSiteless(Address(37, 128));
+  const leakbound_heap_stats after = Read();
+  EXPECT_EQ(after.live_bytes, start.live_bytes);
+  EXPECT_EQ(after.live_allocations, start.live_allocations);
+}
+
 // Past 1,023 live threads, the rest share slot 0 (locked adds): the fast paths leave those to the
 // general ones, and the sums stay exact.
 TEST(HeapCoreTest, ThreadsPastTheSlots_ShareSlotZero_AndTheSumsStayExact) {
@@ -503,4 +530,23 @@ TEST(HeapCoreCensusTest, BlockFreedOnAnotherThread_LeavesItsCohortExact) {
   std::thread([] { LeakboundHeapOnFree(Address(25, 0)); }).join();
   EXPECT_EQ(Census()[0].bytes, 0);
   EXPECT_EQ(Census()[0].blocks, 0);
+}
+
+TEST(HeapCoreCensusTest, FastSitelessFree_LeavesItsBirthCohort) {
+  leakbound_heap_census_start();
+  LeakboundHeapOnAlloc(Address(38, 0), 100);
+  ASSERT_EQ(leakbound_heap_next_cohort(), 1);
+  LeakboundHeapOnAlloc(Address(38, 64), 30);
+  ASSERT_EQ(LeakboundHeapOnFreeFastSiteless(Address(38, 0)), 1);  // born in 0, freed in 1
+  std::vector<leakbound_heap_cohort> census = Census();
+  ASSERT_EQ(census.size(), 2u);
+  EXPECT_EQ(census[0].bytes, 0);
+  EXPECT_EQ(census[0].blocks, 0);
+  EXPECT_EQ(census[1].bytes, 30);
+  EXPECT_EQ(census[1].blocks, 1);
+  leakbound_heap_census_start();  // a block of an earlier census leaves the older cohort
+  ASSERT_EQ(LeakboundHeapOnFreeFastSiteless(Address(38, 64)), 1);
+  census = Census();
+  ASSERT_EQ(census.size(), 1u);
+  EXPECT_EQ(census[0].bytes, 0);
 }

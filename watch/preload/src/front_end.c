@@ -55,6 +55,33 @@ static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
   }
 }
 
+/* The general allocation path of malloc and operator new, which reach it by tail calls
+ * (LeakboundSiteAllocBlock's declaration): returns the block. */
+__attribute__((noinline)) void* LeakboundAllocGeneral(void* block, uint64_t size, uintptr_t pc) {
+  if (__builtin_expect(g_leakbound_sites_on, 1)) {
+    CountedAtSite(block, size, pc);
+  } else {
+    CountedSiteless(block, size);
+  }
+  return block;
+}
+
+/* The same without call sites: the core's common path, else the general one. */
+static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessAllocBlock(
+    void* block, uint64_t size, uintptr_t pc) {
+  unsigned stamp;
+  int slot;
+  if (__builtin_expect(LeakboundHeapOnAllocFast(block, size, 0, &stamp, &slot), 1)) return block;
+  return LeakboundAllocGeneral(block, size, pc);
+}
+
+/* A block glibc's malloc just returned (not NULL), counted and returned: the last call of the
+ * hooks, in tail position. */
+static inline void* AllocBlock(void* block, uint64_t size, uintptr_t pc) {
+  return __builtin_expect(g_leakbound_sites_on, 1) ? LeakboundSiteAllocBlock(block, size, pc)
+                                                   : SitelessAllocBlock(block, size, pc);
+}
+
 static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
   const uint32_t slot = LeakboundHeapForgetTaken(taken);
@@ -68,11 +95,42 @@ static __attribute__((noinline)) void UncountedAtSite(void* block) {
   }
 }
 
+/* A block's record and books, before a free that is not glibc's (pymalloc's, under its hooks). */
 static inline void Uncounted(void* block) {
   if (__builtin_expect(g_leakbound_sites_on, 1)) {
     if (!LeakboundSiteUncountedFast(block)) UncountedAtSite(block);
   } else {
     LeakboundHeapOnFreeSiteless(block); /* no record holds a site while they are off */
+  }
+}
+
+/* The free hooks: the common path (the core's and the site's books, all or nothing) calls
+ * nothing but glibc's free, as a tail call, so it keeps no frame and saves no register; anything
+ * else goes the general way, out of line, which ends with the real free too. */
+__attribute__((noinline)) void LeakboundFreeGeneral(void* block) {
+  if (__builtin_expect(g_leakbound_sites_on, 1)) {
+    UncountedAtSite(block);
+  } else {
+    LeakboundHeapOnFreeSiteless(block); /* no record holds a site while they are off */
+  }
+  __libc_free(block);
+}
+
+/* Without call sites: the core's common path, then glibc's free, else the general path; one copy
+ * out of line that every free hook jumps to (inlined into each, the core's path was not). */
+static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void SitelessFreeBlock(void* block) {
+  if (__builtin_expect(LeakboundHeapOnFreeFastSiteless(block), 1)) {
+    __libc_free(block);
+  } else {
+    LeakboundFreeGeneral(block);
+  }
+}
+
+static inline void FreeBlock(void* block) {
+  if (__builtin_expect(g_leakbound_sites_on, 1)) {
+    LeakboundSiteFreeBlock(block);
+  } else {
+    SitelessFreeBlock(block);
   }
 }
 
@@ -105,16 +163,16 @@ static void* MemalignAt(size_t alignment, size_t size, uintptr_t pc) {
 
 /* The return address is read after the real malloc (from the frame, where it stays), so that
  * no register holds it across the call. */
-LB_EXPORT __attribute__((flatten)) void* malloc(size_t size) {
+/* malloc and operator new keep no frame pointer: their general path, reached by a tail call,
+ * keeps one right below their return address (LeakboundSiteAllocBlock's declaration). */
+LB_EXPORT LB_HOOK_FRAMELESS void* malloc(size_t size) {
   void* block = __libc_malloc(size);
-  if (__builtin_expect(block != NULL, 1)) Counted(block, size, PC());
-  return block;
+  if (__builtin_expect(block == NULL, 0)) return NULL;
+  return AllocBlock(block, size, PC());
 }
 
-LB_EXPORT __attribute__((flatten)) void free(void* block) {
-  if (!block) return;
-  Uncounted(block);
-  __libc_free(block);
+LB_EXPORT __attribute__((flatten)) LB_HOOK_FRAMELESS void free(void* block) {
+  if (block) FreeBlock(block);
 }
 
 LB_EXPORT __attribute__((flatten)) void* calloc(size_t count, size_t size) {
@@ -198,7 +256,10 @@ static void* NewAt(const char* name, size_t size, uintptr_t pc) {
   void* block = MallocAt(size ? size : 1, pc);
   return block ? block : RealNew(name, size);
 }
-static void DeleteOf(void* block) {
+/* Set once the operators are resolved and operator delete(void*) is ours (the usual case): the
+ * delete hooks then free as free does, with no test of their own but this one. */
+static _Atomic int g_delete_is_ours;
+static __attribute__((noinline)) void DeleteResolving(void* block) {
   if (!atomic_load_explicit(&g_operators_resolved, memory_order_acquire)) ResolveProgramOperators();
   DeleteFn program = g_program_delete;
   if (program && !t_in_program_delete) {
@@ -206,23 +267,36 @@ static void DeleteOf(void* block) {
     program(block);
     t_in_program_delete = 0;
   } else if (block) {
-    Uncounted(block);
-    __libc_free(block);
+    FreeBlock(block);
   }
 }
-LB_EXPORT __attribute__((flatten)) void* _Znwm(size_t size) { return NewAt("_Znwm", size, PC()); }
+static inline void DeleteOf(void* block) {
+  if (__builtin_expect(atomic_load_explicit(&g_delete_is_ours, memory_order_relaxed), 1)) {
+    if (block) FreeBlock(block);
+  } else {
+    DeleteResolving(block);
+  }
+}
+/* As malloc; the size a block of 0 bytes is counted with, 1, is what the real operator new is
+ * asked for when glibc has none (new(0) and new(1) both return a unique block). */
+LB_EXPORT LB_HOOK_FRAMELESS void* _Znwm(size_t size) {
+  const size_t bytes = size + (size == 0);
+  void* block = __libc_malloc(bytes);
+  if (__builtin_expect(block == NULL, 0)) return RealNew("_Znwm", bytes);
+  return AllocBlock(block, bytes, PC());
+}
 LB_EXPORT void* _Znam(size_t size) {
   if (!atomic_load_explicit(&g_operators_resolved, memory_order_acquire)) ResolveProgramOperators();
   NewFn program = g_program_new;
   return program ? program(size) : NewAt("_Znam", size, PC());
 }
-LB_EXPORT __attribute__((flatten)) void _ZdlPv(void* block) { DeleteOf(block); }
-LB_EXPORT __attribute__((flatten)) void _ZdaPv(void* block) { DeleteOf(block); }
-LB_EXPORT __attribute__((flatten)) void _ZdlPvm(void* block, size_t size) {
+LB_EXPORT __attribute__((flatten)) LB_HOOK_FRAMELESS void _ZdlPv(void* block) { DeleteOf(block); }
+LB_EXPORT __attribute__((flatten)) LB_HOOK_FRAMELESS void _ZdaPv(void* block) { DeleteOf(block); }
+LB_EXPORT __attribute__((flatten)) LB_HOOK_FRAMELESS void _ZdlPvm(void* block, size_t size) {
   (void)size;
   DeleteOf(block);
 }
-LB_EXPORT __attribute__((flatten)) void _ZdaPvm(void* block, size_t size) {
+LB_EXPORT __attribute__((flatten)) LB_HOOK_FRAMELESS void _ZdaPvm(void* block, size_t size) {
   (void)size;
   DeleteOf(block);
 }
@@ -242,6 +316,7 @@ static __attribute__((noinline, cold)) void ResolveProgramOperators(void) {
   g_program_new = (NewFn)ProgramsOwn("_Znwm");
   g_program_delete = (DeleteFn)ProgramsOwn("_ZdlPv");
   atomic_store_explicit(&g_operators_resolved, 1, memory_order_release);
+  atomic_store_explicit(&g_delete_is_ours, g_program_delete == NULL, memory_order_relaxed);
 }
 
 /* ---- anonymous mappings ----------------------------------------------------------------- */

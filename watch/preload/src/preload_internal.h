@@ -62,6 +62,24 @@ LB_HIDDEN void LeakboundSiteFree(uint32_t site, uint32_t slot, void* block, int6
  * (taken and booked, or not recorded), 0 when nothing was done. */
 LB_HIDDEN int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc, int in_hold);
 LB_HIDDEN int LeakboundSiteUncountedFast(void* block);
+/* The free hooks' whole path with call sites on: the books of the block's site, then glibc's
+ * free, out of line (the hook reaches it by a tail call). Its common path calls nothing but
+ * __libc_free, as a tail call;
+ * a block the core's fast path cannot take goes to LeakboundFreeGeneral (front_end.c, out of
+ * line), which books it the general way and frees it. */
+LB_HIDDEN void LeakboundSiteFreeBlock(void* block);
+/* The hooks' common paths keep no frame pointer (the library is built with them, for the stack
+ * scan): free's never calls anything but glibc, and the allocation hooks' general path, reached
+ * by tail calls, keeps one (LeakboundSiteAllocBlock). */
+#define LB_HOOK_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
+LB_HIDDEN void LeakboundFreeGeneral(void* block);
+/* The allocation hooks' path after glibc's malloc, with call sites on: the block's record and its
+ * site's books; returns the block. The hook reaches it by a tail call, and its common path calls
+ * nothing, so neither keeps a frame; a block or site it cannot take goes to LeakboundAllocGeneral
+ * (front_end.c), by a tail call again, which keeps its frame pointer: the stack scan's chain of
+ * frames then finds the allocating call's return address right above that frame. */
+LB_HIDDEN void* LeakboundSiteAllocBlock(void* block, uint64_t size, uintptr_t pc);
+LB_HIDDEN void* LeakboundAllocGeneral(void* block, uint64_t size, uintptr_t pc);
 
 /* Reporting side (the marker, never a hook): visits every site whose survivors changed since
  * the previous visit; first_time is 1 the first time a site is visited. Not thread-safe: the

@@ -359,11 +359,23 @@ __attribute__((noinline)) void LeakboundSiteFree(uint32_t site, uint32_t slot, v
  * core's fast paths give it. A quiet site (no census, no callers or samples asked) is checked
  * inline in the hooks; one with a census or a state goes through SiteBooked, out of line, so
  * that the hooks' frames keep few registers. */
+/* frames_state and census side by side, read as one word (x86-64: one load, one test). */
+typedef uint64_t __attribute__((may_alias)) SiteQuietWord;
+_Static_assert(offsetof(Site, census) == offsetof(Site, frames_state) + 4 &&
+                   offsetof(Site, frames_state) % 8 == 0 && sizeof(int) == 4,
+               "SiteQuiet reads frames_state and census as one aligned word");
 static inline int SiteQuiet(const Site* s) {
   /* Before the census's load, as LeakboundSiteAlloc's fence. */
   atomic_thread_fence(memory_order_acquire);
+#if defined(__x86_64__)
+  /* Both 4-byte fields in one 8-byte load: each half is read whole (x86-64 loads an aligned word
+   * at once), which is all the two separate loads promised. */
+  return __atomic_load_n((const SiteQuietWord*)(const void*)&s->frames_state, __ATOMIC_ACQUIRE) ==
+         0;
+#else
   return (atomic_load_explicit(&s->census, memory_order_acquire) |
           (uint32_t)atomic_load_explicit(&s->frames_state, memory_order_relaxed)) == 0;
+#endif
 }
 
 /* A site with a census or a state: books what the common path can (1), else nothing (0). */
@@ -436,6 +448,40 @@ int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc, int in_ho
   return 1;
 }
 
+/* SiteAllocBusy, then the block back to the caller: the allocation hooks' common path reaches it
+ * by a tail call. Keeps its frame pointer: with the hook's return address just above it (a tail
+ * call leaves the caller's in place), the stack scan finds the allocating call's slot. */
+static __attribute__((noinline)) void* SiteAllocBusyReturning(uint32_t site, uint32_t slot,
+                                                              void* block, int64_t bytes,
+                                                              unsigned stamp, uintptr_t pc) {
+  SiteAllocBusy(site, slot, block, bytes, stamp, pc);
+  return block;
+}
+
+/* No frame pointer, and nothing but tail calls: see LeakboundSiteAllocBlock's declaration. */
+__attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteAllocBlock(
+    void* block, uint64_t size, uintptr_t pc) {
+  /* The site's first probe only (the table's other slots: LeakboundSiteFor). */
+  const size_t at = (size_t)(((uint64_t)pc * 0x9E3779B97F4A7C15ull) >> (64 - kSiteBits));
+  if (__builtin_expect(atomic_load_explicit(&g_sites[at].pc, memory_order_relaxed) != pc, 0)) {
+    return LeakboundAllocGeneral(block, size, pc);
+  }
+  const uint32_t site = (uint32_t)at + 1;
+  unsigned stamp;
+  int slot;
+  if (__builtin_expect(!LeakboundHeapOnAllocFast(block, size, site, &stamp, &slot), 0)) {
+    return LeakboundAllocGeneral(block, size, pc);
+  }
+  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
+  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
+                           !SiteQuiet(&g_sites[at]), 0)) {
+    return SiteAllocBusyReturning(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
+  }
+  AddRelaxed(&d->bytes, (int64_t)size);
+  AddRelaxed(&d->allocations, 1);
+  return block;
+}
+
 int LeakboundSiteUncountedFast(void* block) {
   LeakboundHeapTaken taken;
   const int took = LeakboundHeapOnFreeFast(block, &taken);
@@ -451,6 +497,36 @@ int LeakboundSiteUncountedFast(void* block) {
     SiteFreeBusy(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
   }
   return 1;
+}
+
+/* SiteFreeBusy, then the block goes back to glibc: the free hook's common path reaches it by a
+ * tail call, so it keeps no frame. */
+static __attribute__((noinline)) void SiteFreeBusyThenFree(uint32_t site, uint32_t slot,
+                                                           void* block, int64_t bytes,
+                                                           unsigned stamp) {
+  SiteFreeBusy(site, slot, block, bytes, stamp);
+  __libc_free(block);
+}
+
+__attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void LeakboundSiteFreeBlock(void* block) {
+  LeakboundHeapTaken taken;
+  const int took = LeakboundHeapOnFreeFast(block, &taken);
+  if (__builtin_expect(took < 0, 0)) {
+    LeakboundFreeGeneral(block);
+    return;
+  }
+  const uint32_t site = taken.site;
+  if (took > 0 && site != 0 && site <= kSiteSlots) {
+    SiteDelta* d = &g_deltas[taken.slot - 1][site & ((1u << kDeltaBits) - 1)];
+    if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
+                             !SiteQuiet(&g_sites[site - 1]), 0)) {
+      SiteFreeBusyThenFree(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
+      return;
+    }
+    AddRelaxed(&d->bytes, -(int64_t)taken.size);
+    AddRelaxed(&d->allocations, -1);
+  }
+  __libc_free(block);
 }
 
 void LeakboundSiteMapped(uint32_t site, uintptr_t start, int64_t bytes, int64_t blocks,
