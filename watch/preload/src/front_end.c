@@ -66,12 +66,22 @@ __attribute__((noinline)) void* LeakboundAllocGeneral(void* block, uint64_t size
   return block;
 }
 
-/* The same without call sites: the core's common path, else the general one. */
+__attribute__((noinline)) void* LeakboundJobClockSampleReturning(void* block) {
+  LeakboundJobClockSample();
+  return block;
+}
+
+/* The same without call sites: the core's common path, else, while the job's clock holds the
+ * fast paths (a process that marks no step yet: a PyTorch program's whole import), the same
+ * path past the hold and the clock's test; else the general one. */
 static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessAllocBlock(
     void* block, uint64_t size, uintptr_t pc) {
   unsigned stamp;
   int slot;
   if (__builtin_expect(LeakboundHeapOnAllocFast(block, size, 0, &stamp, &slot), 1)) return block;
+  if (LeakboundHeapOnAllocFastInHold(block, size, 0, &stamp, &slot)) {
+    return LeakboundJobClockMoved() ? LeakboundJobClockSampleReturning(block) : block;
+  }
   return LeakboundAllocGeneral(block, size, pc);
 }
 

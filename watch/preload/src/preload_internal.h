@@ -161,6 +161,16 @@ LB_HIDDEN uint64_t LeakboundMappedBytes(void);
 extern LB_HIDDEN const _Atomic uint64_t* _Atomic g_leakbound_job_clock;
 extern LB_HIDDEN _Atomic uint64_t g_leakbound_job_seen;
 LB_HIDDEN void LeakboundJobClockSample(void);
+/* Whether the job's clock moved since this process's last sample (LeakboundJobClockCheck's test). */
+static inline int LeakboundJobClockMoved(void) {
+  const _Atomic uint64_t* clock = atomic_load_explicit(&g_leakbound_job_clock, memory_order_relaxed);
+  return __builtin_expect(clock != NULL, 0) &&
+         atomic_load_explicit(clock, memory_order_relaxed) !=
+             atomic_load_explicit(&g_leakbound_job_seen, memory_order_relaxed);
+}
+/* The allocation paths' sample at the job's clock, returning the block (a tail call's target:
+ * front_end.c). */
+LB_HIDDEN void* LeakboundJobClockSampleReturning(void* block);
 static inline void LeakboundJobClockCheck(void) {
   const _Atomic uint64_t* clock = atomic_load_explicit(&g_leakbound_job_clock, memory_order_relaxed);
   if (__builtin_expect(clock != NULL, 0) &&

@@ -455,7 +455,40 @@ static __attribute__((noinline)) void* SiteAllocBusyReturning(uint32_t site, uin
                                                               void* block, int64_t bytes,
                                                               unsigned stamp, uintptr_t pc) {
   SiteAllocBusy(site, slot, block, bytes, stamp, pc);
+  LeakboundJobClockCheck(); /* the held path's test (nothing to do on the common path) */
   return block;
+}
+
+/* The site's books of a block the core recorded (slot: the core's) on the common path: 1 when
+ * booked, 0 when nothing was done (the site is not quiet, or the thread's entry is another's:
+ * SiteAllocBusyReturning books it). */
+static inline int SiteBookedQuiet(uint32_t site, int slot, uint64_t size) {
+  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
+  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
+                           !SiteQuiet(&g_sites[site - 1]), 0)) {
+    return 0;
+  }
+  AddRelaxed(&d->bytes, (int64_t)size);
+  AddRelaxed(&d->allocations, 1);
+  return 1;
+}
+
+/* LeakboundSiteAllocBlock while the job's clock holds the core's fast paths (a process that marks
+ * no step yet: a PyTorch program's whole import): the same past the hold, then the clock's test;
+ * else the general path. */
+static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* SiteAllocHeld(void* block,
+                                                                               uint64_t size,
+                                                                               uintptr_t pc,
+                                                                               uint32_t site) {
+  unsigned stamp;
+  int slot;
+  if (!LeakboundHeapOnAllocFastInHold(block, size, site, &stamp, &slot)) {
+    return LeakboundAllocGeneral(block, size, pc);
+  }
+  if (__builtin_expect(!SiteBookedQuiet(site, slot, size), 0)) {
+    return SiteAllocBusyReturning(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
+  }
+  return LeakboundJobClockMoved() ? LeakboundJobClockSampleReturning(block) : block;
 }
 
 /* No frame pointer, and nothing but tail calls: see LeakboundSiteAllocBlock's declaration. */
@@ -470,15 +503,11 @@ __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteAllocBlo
   unsigned stamp;
   int slot;
   if (__builtin_expect(!LeakboundHeapOnAllocFast(block, size, site, &stamp, &slot), 0)) {
-    return LeakboundAllocGeneral(block, size, pc);
+    return SiteAllocHeld(block, size, pc, site);
   }
-  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
-  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
-                           !SiteQuiet(&g_sites[at]), 0)) {
+  if (__builtin_expect(!SiteBookedQuiet(site, slot, size), 0)) {
     return SiteAllocBusyReturning(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
   }
-  AddRelaxed(&d->bytes, (int64_t)size);
-  AddRelaxed(&d->allocations, 1);
   return block;
 }
 
