@@ -5,7 +5,9 @@ Each program is run ROUNDS times in every variant (bare, under watch in its sett
 heaptrack and memray where they apply); a round runs every variant once, one after another, its
 first variant rotating from round to round, so that a slow stretch of a shared machine falls on
 all of them. Reported per variant: the median wall time and its range, the median of the paired
-ratios (this round's run over this round's bare run) with their range, and the median peak RSS
+ratios (this round's run over this round's bare run) with their range, the fastest run over bare's
+fastest (a shared machine's interference only ever adds time, so the fastest runs are the least
+disturbed: a second reading, not a replacement for the medians), and the median peak RSS
 of the program itself against bare's: under watch the program's own (watch prints its ru_maxrss:
 "peak RSS ... MiB"), elsewhere what /usr/bin/time says (ru_maxrss of the process it started,
 which is the largest process of a heaptrack or memray run). Every variant runs under
@@ -105,18 +107,19 @@ def worst_watch_ratio(variants):
 def table(title, variants):
     bare = variants[0]
     lines = ["", "**%s**" % title, "",
-             "| | wall, median (range) | x bare, median of pairs (range) | peak RSS | RSS x bare |",
-             "|---|---:|---:|---:|---:|"]
+             "| | wall, median (range) | x bare, median of pairs (range) | fastest x bare's fastest "
+             "| peak RSS | RSS x bare |",
+             "|---|---:|---:|---:|---:|---:|"]
     for v in variants:
         if v.failure or not v.walls or not bare.walls:
-            lines.append("| %s | failed: %s | | | |" % (
+            lines.append("| %s | failed: %s | | | | |" % (
                 v.label, v.failure or ("no run" if not v.walls else "no bare run to compare")))
             continue
         pairs = [w / b for w, b in zip(v.walls, bare.walls)]
         rss, bare_rss = statistics.median(v.rss), statistics.median(bare.rss)
-        lines.append("| %s | %.3f s (%.3f-%.3f) | %.2fx (%.2f-%.2f) | %s | %s |" % (
+        lines.append("| %s | %.3f s (%.3f-%.3f) | %.2fx (%.2f-%.2f) | %.2fx | %s | %s |" % (
             v.label, statistics.median(v.walls), min(v.walls), max(v.walls),
-            statistics.median(pairs), min(pairs), max(pairs),
+            statistics.median(pairs), min(pairs), max(pairs), min(v.walls) / min(bare.walls),
             "%.1f MiB" % (rss / 1024) if rss else "unknown",
             "%.2fx" % (rss / bare_rss) if rss and bare_rss else "-"))
     return lines
