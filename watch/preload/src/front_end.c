@@ -85,13 +85,6 @@ static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessAllocBlock(
   return LeakboundAllocGeneral(block, size, pc);
 }
 
-/* A block glibc's malloc just returned (not NULL), counted and returned: the last call of the
- * hooks, in tail position. */
-static inline void* AllocBlock(void* block, uint64_t size, uintptr_t pc) {
-  return __builtin_expect(g_leakbound_sites_on, 1) ? LeakboundSiteAllocBlock(block, size, pc)
-                                                   : SitelessAllocBlock(block, size, pc);
-}
-
 static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
   if (!taken.found) return;
   const uint32_t slot = LeakboundHeapForgetTaken(taken);
@@ -136,12 +129,29 @@ static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void SitelessFreeBlo
   }
 }
 
+/* The counting paths the hooks jump to: without call sites until the marker switches them on
+ * (LeakboundSitesStart, one way), then with them; one indirect jump in each hook where a load,
+ * a test and a jump chose them. Initialised statically: the library's relocations are applied
+ * before anything in the process can call its malloc (ld.so moves to the process's malloc only
+ * once every object is relocated). */
+typedef void* (*AllocPath)(void* block, uint64_t size, uintptr_t pc);
+typedef void (*FreePath)(void* block);
+static _Atomic(AllocPath) g_alloc_path = SitelessAllocBlock;
+static _Atomic(FreePath) g_free_path = SitelessFreeBlock;
+
+void LeakboundHooksSitesOn(void) {
+  atomic_store_explicit(&g_alloc_path, LeakboundSiteAllocBlock, memory_order_relaxed);
+  atomic_store_explicit(&g_free_path, LeakboundSiteFreeBlock, memory_order_relaxed);
+}
+
+/* A block glibc's malloc just returned (not NULL), counted and returned: the last call of the
+ * allocation hooks, in tail position. */
+static inline void* AllocBlock(void* block, uint64_t size, uintptr_t pc) {
+  return atomic_load_explicit(&g_alloc_path, memory_order_relaxed)(block, size, pc);
+}
+
 static inline void FreeBlock(void* block) {
-  if (__builtin_expect(g_leakbound_sites_on, 1)) {
-    LeakboundSiteFreeBlock(block);
-  } else {
-    SitelessFreeBlock(block);
-  }
+  atomic_load_explicit(&g_free_path, memory_order_relaxed)(block);
 }
 
 #define PC() ((uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0)))

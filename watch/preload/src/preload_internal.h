@@ -26,6 +26,8 @@
 extern LB_HIDDEN int g_leakbound_sites_on;
 /* 1 when call sites are wanted (set by the constructor). */
 extern LB_HIDDEN int g_leakbound_sites_wanted;
+/* Points the hooks at their paths with call sites (front_end.c): after g_leakbound_sites_on. */
+LB_HIDDEN void LeakboundHooksSitesOn(void);
 /* Switches call sites on if they are wanted and not on yet (the marker, at a sample). */
 static inline void LeakboundSitesStart(void) {
   if (g_leakbound_sites_wanted && !__atomic_load_n(&g_leakbound_sites_on, __ATOMIC_RELAXED)) {
@@ -33,6 +35,7 @@ static inline void LeakboundSitesStart(void) {
      * library's frees do not use: with sites on they take OnFreeTaken / OnFreeFast). */
     LeakboundHeapSitesStored();
     __atomic_store_n(&g_leakbound_sites_on, 1, __ATOMIC_RELAXED);
+    LeakboundHooksSitesOn();
   }
 }
 
