@@ -8,8 +8,8 @@ packages=(build-essential cmake ninja-build pkg-config git
           python3-torch libtorch-dev  # real programs `leakbound watch` is tested on (label watch)
           libdw-dev zlib1g-dev        # call sites by function and line; gzip of the pprof profiles
           golang-go                   # `go tool pprof`, which reads `watch --pprof` profiles (a test)
-          heaptrack time)             # the overhead comparison (watch/bench, docs/watch.md; time: each
-                                      # run's peak RSS)
+          heaptrack time valgrind)    # the overhead comparison (watch/bench, docs/watch.md; time: each
+                                      # run's peak RSS; valgrind: the loop's instructions a pair)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,10 +16,14 @@ script's own wait4: a child started from Python counts Python's resident pages b
 (13 MiB), which was the bare malloc loop's "peak RSS" until 2026-12-06, and under watch the
 watcher's (29 MiB against the program's 2 MiB).
 
+With the malloc loop, and valgrind installed, the loop's instructions a pair under bare, the
+reference preloads and watch are counted too (callgrind, 1M pairs): figures that a loaded machine
+does not move.
+
 Usage: overhead.py --leakbound PATH --malloc-loop PATH --malloc-threads PATH --programs DIR
                    [--rounds N] [--pairs N] [--torch-steps N] [--loader-steps N]
                    [--memray-python PATH | --memray-skip REASON] [--only NAMES] [--out FILE]
-                   [--no-heaptrack] [--fail-above RATIO]
+                   [--no-heaptrack] [--no-instructions] [--fail-above RATIO]
 Exit status: 0; 1 when a program failed under a variant, or (--fail-above) when a watch
 variant's median paired ratio is above RATIO (the bench.watch_overhead smoke test: a wide
 margin, for regressions only; the figures themselves live in docs/watch.md).
@@ -94,6 +98,46 @@ def measure(title, variants, rounds, log, scratch):
                                                                rss / 1024))
 
 
+INSTRUCTION_PAIRS = 1000000
+SUMMARY = re.compile(r"^(?:summary|totals):\s*(\d+)", re.M)
+
+
+def loop_instructions(variants, scratch, log):
+    """callgrind's count of the malloc loop's own instructions a pair (INSTRUCTION_PAIRS pairs)
+    under each variant: the same on any machine, loaded or not, where wall times move by a third
+    from one run to the next. Under watch, valgrind follows the watcher's children and the
+    loop's own process is counted (the watcher runs beside it on another core). Returns table
+    lines."""
+    lines = ["", "**malloc/free loop, %d M pairs: instructions a pair (callgrind, the loop's "
+             "process: its code, glibc's malloc and the hooks)**" % (INSTRUCTION_PAIRS // 1000000),
+             "", "| | instructions a pair | x bare |", "|---|---:|---:|"]
+    bare = None
+    for v in variants:
+        folder = tempfile.mkdtemp(prefix="cg-", dir=scratch)
+        argv = v.argv[:-1] + [str(INSTRUCTION_PAIRS)]  # the loop's argument: its pairs
+        program = argv[argv.index("--") + 1] if "--" in argv else argv[0]
+        child = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
+                                "--callgrind-out-file=%s/cg.%%p" % folder] + argv,
+                               env={**os.environ, **v.env}, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        count = None
+        for name in sorted(os.listdir(folder)):
+            text = open(os.path.join(folder, name), errors="replace").read(65536)
+            if re.search(r"^cmd:\s+%s\b" % re.escape(program), text, re.M):
+                found = SUMMARY.search(text)
+                count = int(found.group(1)) / INSTRUCTION_PAIRS if found else None
+                break
+        if count is None:
+            lines.append("| %s | failed (exit %d, no count of %s) | |" % (
+                v.label, child.returncode, os.path.basename(program)))
+            continue
+        if bare is None:
+            bare = count
+        lines.append("| %s | %.1f | %.2fx |" % (v.label, count, count / bare))
+        log("  instructions  %-44s %7.1f a pair" % (v.label, count))
+    return lines
+
+
 def worst_watch_ratio(variants):
     bare, worst = variants[0], None
     for v in variants:
@@ -148,6 +192,8 @@ def main():
                         help="comma-separated programs to run")
     parser.add_argument("--out", help="also write the tables to this file")
     parser.add_argument("--no-heaptrack", action="store_true", help="leave heaptrack out")
+    parser.add_argument("--no-instructions", action="store_true",
+                        help="leave out the malloc loop's instructions a pair (callgrind)")
     parser.add_argument("--fail-above", type=float, metavar="RATIO",
                         help="exit 1 when a watch variant's median paired ratio is above RATIO")
     args = parser.parse_args()
@@ -252,11 +298,21 @@ def main():
         programs.append(("PyTorch training fed by a DataLoader with 2 persistent workers, %d steps"
                          % args.loader_steps, variants))
 
+    counted = None
+    if "malloc" in only and not args.no_instructions:
+        if shutil.which("valgrind"):
+            counted = [v for v in programs[0][1] if v.label != "heaptrack"]
+        else:
+            notes.append("instructions a pair: skipped (valgrind not installed; apt-get install "
+                         "valgrind)")
     try:
         for title, variants in programs:
             log("%s (%d rounds)" % (title, args.rounds))
             measure(title, variants, args.rounds, log, scratch)
             lines += table(title, variants)
+        if counted:
+            log("malloc/free loop under callgrind, %d pairs" % INSTRUCTION_PAIRS)
+            lines += loop_instructions(counted, scratch, log)
     except KeyboardInterrupt:
         log("interrupted: the tables of the programs measured so far follow")
     finally:
