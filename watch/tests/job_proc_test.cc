@@ -2,11 +2,13 @@
 // processes below the watcher, as the scan for unobserved processes of a job uses them.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "internal.h"
 
@@ -71,6 +73,34 @@ TEST(JobProc, ParentOf_IsZeroForAProcessThatIsGone) {
   ::waitpid(child, &status, 0);
   EXPECT_EQ(ParentOf(static_cast<std::uint64_t>(child)), 0u);
   EXPECT_EQ(ReadProcFile(static_cast<std::uint64_t>(child), "stat"), "");
+}
+
+// statm's resident size is what smaps_rollup's walk counts (its counters may lag by a few
+// pages per CPU), and it follows the memory: 32 MiB touched more read 32 MiB more.
+TEST(JobProc, ReadResident_AgreesWithSmapsRollup_AndFollowsTouchedMemory) {
+  const auto self = static_cast<std::uint64_t>(::getpid());
+  std::uint64_t rss = 0, pss = 0, resident = 0;
+  ASSERT_TRUE(ReadPrivateMemory(self, rss, pss));
+  ASSERT_TRUE(ReadResident(self, resident));
+  EXPECT_NEAR(double(resident), double(rss), 4.0 * (1 << 20));
+  constexpr std::size_t kBytes = std::size_t{32} << 20;
+  void *block = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(block, MAP_FAILED);
+  std::memset(block, 1, kBytes);
+  std::uint64_t touched = 0;
+  ASSERT_TRUE(ReadResident(self, touched));
+  EXPECT_NEAR(double(touched) - double(resident), double(kBytes), 4.0 * (1 << 20));
+  ::munmap(block, kBytes);
+}
+
+TEST(JobProc, ReadResident_IsFalseForAProcessThatIsGone) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::uint64_t rss = 7;
+  EXPECT_FALSE(ReadResident(static_cast<std::uint64_t>(child), rss));
 }
 
 TEST(JobProc, JobProcesses_ListsTheChildrenBelowThisProcessOnly) {

@@ -347,7 +347,10 @@ int RunWatch(const WatchOptions &options) {
                                   : "") +
         Notes(image.recording);
     subject.judged = subject.trace.blocks > 0 && image.verified;
-    if (const std::string note = PrivateMemoryNote(subject.trace); !note.empty()) {
+    // Only for a process with pages to share: the note's explanation is theirs being copied.
+    if (const std::string note =
+            detail::SharesWithRelatives(image.recording) ? PrivateMemoryNote(subject.trace) : "";
+        !note.empty()) {
       subject.trace.subject.description += "; " + note;
     }
     subjects.push_back(std::move(subject));

@@ -229,4 +229,13 @@ bool ReadPrivateMemory(std::uint64_t pid, std::uint64_t &rss, std::uint64_t &pss
   return have_rss && have_pss;
 }
 
+bool ReadResident(std::uint64_t pid, std::uint64_t &rss) {
+  std::istringstream statm(ReadProcFile(pid, "statm"));
+  std::uint64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return false;
+  static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  rss = resident * page;
+  return true;
+}
+
 }  // namespace leakbound::watch::detail

@@ -128,6 +128,13 @@ struct Unseen {
 constexpr auto kPrivateMemoryEvery = std::chrono::milliseconds(50);
 constexpr auto kPrivateMemoryLongest = std::chrono::milliseconds(100);
 constexpr int kPrivateMemoryShare = 50;
+// A process that shares no anonymous memory with another of the job (started by exec, no fork
+// seen: a single-process PyTorch run) cannot show the copy-on-read rise that PSS is read so often
+// for: its smaps_rollup is read at most every kPrivateMemoryAlone, and its RSS from statm (no
+// walk) every kPrivateMemoryEvery in between, its PSS the last one read. Every 100 ms, the walk
+// of a PyTorch process (4.3 ms) was 4% of a core on a machine where the program wants both, and
+// held the program's mmap lock, so its mmap and munmap waited for it.
+constexpr auto kPrivateMemoryAlone = std::chrono::milliseconds(1000);
 
 struct Connection {
   int fd = -1;
@@ -135,6 +142,8 @@ struct Connection {
   std::unique_ptr<detail::ChannelRing> ring = std::make_unique<detail::ChannelRing>();
   std::chrono::steady_clock::time_point private_read{};  // the last smaps_rollup read
   std::chrono::steady_clock::duration private_every = kPrivateMemoryEvery;
+  std::chrono::steady_clock::time_point resident_read{};  // the last read of either
+  std::uint64_t last_pss = 0;                             // what the last smaps_rollup said
   // RSS and PSS read when the process was first heard from with no sample yet (it had just
   // connected, so it was alive), for its first sample when the first samples arrive and no read
   // of them succeeds: a program of a few hundred microseconds can end before the first read at a
@@ -447,15 +456,22 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
           c.first_ok = ReadPrivateMemory(job.images[c.image].pid, c.first_rss, c.first_pss);
         }
       }
-      if (!recording.samples.empty() && !recording.samples.back().has_private &&
-          now - c.private_read >= c.private_every) {
+      const bool alone = !SharesWithRelatives(recording);
+      if (!recording.samples.empty() && !recording.samples.back().has_private) {
         WatchSample &last = recording.samples.back();
-        last.has_private =
-            ReadPrivateMemory(job.images[c.image].pid, last.rss_bytes, last.pss_bytes);
-        c.private_read = now;
-        c.private_every = std::clamp<std::chrono::steady_clock::duration>(
-            (std::chrono::steady_clock::now() - now) * kPrivateMemoryShare, kPrivateMemoryEvery,
-            kPrivateMemoryLongest);
+        if (now - c.private_read >= (alone ? kPrivateMemoryAlone : c.private_every)) {
+          last.has_private =
+              ReadPrivateMemory(job.images[c.image].pid, last.rss_bytes, last.pss_bytes);
+          c.private_read = c.resident_read = now;
+          if (last.has_private) c.last_pss = last.pss_bytes;
+          c.private_every = std::clamp<std::chrono::steady_clock::duration>(
+              (std::chrono::steady_clock::now() - now) * kPrivateMemoryShare, kPrivateMemoryEvery,
+              kPrivateMemoryLongest);
+        } else if (alone && c.last_pss != 0 && now - c.resident_read >= kPrivateMemoryEvery) {
+          last.has_private = ReadResident(job.images[c.image].pid, last.rss_bytes);
+          last.pss_bytes = c.last_pss;
+          c.resident_read = now;
+        }
       }
       // The first samples arrived and no read of them succeeded (the process had ended): the
       // value read when it connected stands for them. Not when one did: an early value would
