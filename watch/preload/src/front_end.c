@@ -140,17 +140,23 @@ static _Atomic(AllocPath) g_alloc_path = SitelessAllocBlock;
 static _Atomic(FreePath) g_free_path = SitelessFreeBlock;
 
 void LeakboundHooksSitesOn(void) {
-  atomic_store_explicit(&g_alloc_path, LeakboundSiteAllocBlock, memory_order_relaxed);
-  atomic_store_explicit(&g_free_path, LeakboundSiteFreeBlock, memory_order_relaxed);
+  /* Release: a thread that sees a later store sees the ones before it (x86-64: plain stores and
+   * loads either way). A block with a site is made only after one of the later two is seen, and
+   * reaches a free through the program's own hand-over, which orders the free path's load. */
+  atomic_store_explicit(&g_free_path, LeakboundSiteFreeBlock, memory_order_release);
+  __atomic_store_n(&g_leakbound_sites_on, 1, __ATOMIC_RELEASE);
+  atomic_store_explicit(&g_alloc_path, LeakboundSiteAllocBlock, memory_order_release);
 }
 
 /* A block glibc's malloc just returned (not NULL), counted and returned: the last call of the
  * allocation hooks, in tail position. */
 static inline void* AllocBlock(void* block, uint64_t size, uintptr_t pc) {
-  return atomic_load_explicit(&g_alloc_path, memory_order_relaxed)(block, size, pc);
+  return atomic_load_explicit(&g_alloc_path, memory_order_acquire)(block, size, pc);
 }
 
 static inline void FreeBlock(void* block) {
+  /* Relaxed: the free of a block with a site follows its allocation, whose acquire load saw the
+   * allocation path's release store, which the free path's store precedes. */
   atomic_load_explicit(&g_free_path, memory_order_relaxed)(block);
 }
 

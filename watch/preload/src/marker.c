@@ -992,6 +992,8 @@ static void AfterForkInParent(void) {
 
 static void AfterForkInChild(void) {
   leakbound_heap_exclude_begin();
+  /* A fork while another thread turned call sites on may have copied the switch half done. */
+  if (__atomic_load_n(&g_leakbound_sites_on, __ATOMIC_RELAXED)) LeakboundHooksSitesOn();
   pthread_mutex_init(&g_channel_lock, NULL);
   pthread_mutex_init(&g_marker_lock, NULL);
   pthread_mutex_init(&g_pieces_lock, NULL);

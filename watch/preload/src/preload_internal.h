@@ -26,7 +26,10 @@
 extern LB_HIDDEN int g_leakbound_sites_on;
 /* 1 when call sites are wanted (set by the constructor). */
 extern LB_HIDDEN int g_leakbound_sites_wanted;
-/* Points the hooks at their paths with call sites (front_end.c): after g_leakbound_sites_on. */
+/* Turns call sites on for the hooks (front_end.c): the free hooks' path first (it frees a block
+ * without a site as well), then g_leakbound_sites_on and the allocation hooks' path, so that no
+ * block recorded with a site is freed by the path that ignores sites. Also in a forked child whose
+ * parent forked between those stores (marker.c). */
 LB_HIDDEN void LeakboundHooksSitesOn(void);
 /* Switches call sites on if they are wanted and not on yet (the marker, at a sample). */
 static inline void LeakboundSitesStart(void) {
@@ -34,7 +37,6 @@ static inline void LeakboundSitesStart(void) {
     /* The core's flag, true to what records may hold from now on (for OnFree, which this
      * library's frees do not use: with sites on they take OnFreeTaken / OnFreeFast). */
     LeakboundHeapSitesStored();
-    __atomic_store_n(&g_leakbound_sites_on, 1, __ATOMIC_RELAXED);
     LeakboundHooksSitesOn();
   }
 }
@@ -74,7 +76,15 @@ LB_HIDDEN void LeakboundSiteFreeBlock(void* block);
 /* The hooks' common paths keep no frame pointer (the library is built with them, for the stack
  * scan): free's never calls anything but glibc, and the allocation hooks' general path, reached
  * by tail calls, keeps one (LeakboundSiteAllocBlock). */
+/* Only when the library is built with link-time optimisation: the core's paths are inlined into
+ * the counting paths, no local's address escapes, and their calls of the general path are tail
+ * calls. Without it a counting path calls the general path as any call, and its own frame pointer
+ * is what the scan's chain needs (the hook's return address right above it). */
+#if defined(LEAKBOUND_PRELOAD_IPO)
 #define LB_HOOK_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
+#else
+#define LB_HOOK_FRAMELESS
+#endif
 LB_HIDDEN void LeakboundFreeGeneral(void* block);
 /* The allocation hooks' path after glibc's malloc, with call sites on: the block's record and its
  * site's books; returns the block. The hook reaches it by a tail call, and its common path calls
