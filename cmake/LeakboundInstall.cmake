@@ -132,6 +132,16 @@ if(TARGET leakbound_watch_python AND TARGET leakbound)
           DESTINATION ${CMAKE_INSTALL_DATADIR}/leakbound/python
           FILES_MATCHING PATTERN "*.py")
 endif()
+# The installed CLI looks for the libraries and that folder relative to itself: the same layout
+# (another CMAKE_INSTALL_LIBDIR or DATADIR, a deeper BINDIR) is compiled into the watcher.
+if(TARGET leakbound_watcher)
+  file(RELATIVE_PATH _lb_lib_from_bin "${CMAKE_INSTALL_FULL_BINDIR}" "${CMAKE_INSTALL_FULL_LIBDIR}")
+  file(RELATIVE_PATH _lb_python_from_bin "${CMAKE_INSTALL_FULL_BINDIR}"
+       "${CMAKE_INSTALL_FULL_DATADIR}/leakbound/python")
+  target_compile_definitions(leakbound_watcher PRIVATE
+    LEAKBOUND_LIB_FROM_BIN="${_lb_lib_from_bin}"
+    LEAKBOUND_PYTHON_FROM_BIN="${_lb_python_from_bin}")
+endif()
 
 # What the config file must find again: whatever the exported link interface names.
 set(LEAKBOUND_CONFIG_HAVE_CUDA ${LEAKBOUND_HAVE_CUDA})

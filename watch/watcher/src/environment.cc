@@ -191,23 +191,33 @@ std::string DeviceAbsentReason(const WatchPaths &paths) {
 
 }  // namespace detail
 
+// Where an installed `leakbound` (in <prefix>/bin) finds the libraries and the Python folder:
+// relative paths from the install's layout (cmake/LeakboundInstall.cmake), else the defaults.
+#ifndef LEAKBOUND_LIB_FROM_BIN
+#define LEAKBOUND_LIB_FROM_BIN "../lib"
+#endif
+#ifndef LEAKBOUND_PYTHON_FROM_BIN
+#define LEAKBOUND_PYTHON_FROM_BIN "../share/leakbound/python"
+#endif
+
 WatchPaths FindWatchPaths() {
   const fs::path dir = detail::SelfDirectory();
   WatchPaths paths;
+  const fs::path lib = dir / LEAKBOUND_LIB_FROM_BIN;
   paths.preload =
       detail::FirstExisting("LEAKBOUND_PRELOAD", {dir / "../watch/preload/libleakbound_preload.so",
-                                          dir / "../lib/libleakbound_preload.so",
-                                          dir / "../lib/leakbound/libleakbound_preload.so"});
+                                          lib / "libleakbound_preload.so",
+                                          lib / "leakbound/libleakbound_preload.so"});
   paths.python = detail::FirstExisting("LEAKBOUND_WATCH_PYTHON",
-                               {dir / "../watch/python", dir / "../share/leakbound/python"});
+                               {dir / "../watch/python", dir / LEAKBOUND_PYTHON_FROM_BIN});
   paths.cuda_injection =
       detail::FirstExisting("LEAKBOUND_CUDA_INJECTION", {dir / "../watch/inject/libleakbound_inject.so",
-                                                 dir / "../lib/libleakbound_inject.so",
-                                                 dir / "../lib/leakbound/libleakbound_inject.so"});
+                                                 lib / "libleakbound_inject.so",
+                                                 lib / "leakbound/libleakbound_inject.so"});
   paths.nvtx_injection = detail::FirstExisting("LEAKBOUND_NVTX_INJECTION",
                                        {dir / "../watch/nvtx/libleakbound_nvtx_inject.so",
-                                        dir / "../lib/libleakbound_nvtx_inject.so",
-                                        dir / "../lib/leakbound/libleakbound_nvtx_inject.so"});
+                                        lib / "libleakbound_nvtx_inject.so",
+                                        lib / "leakbound/libleakbound_nvtx_inject.so"});
   return paths;
 }
 

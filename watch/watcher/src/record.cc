@@ -204,7 +204,8 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
         "leakbound_nvtx_inject target or set LEAKBOUND_NVTX_INJECTION");
   }
   if (!options.step_on.empty() &&
-      (paths.python.empty() || !fs::exists(paths.python / "sitecustomize" / "sitecustomize.py"))) {
+      (paths.python.empty() || !fs::exists(paths.python / "sitecustomize" / "sitecustomize.py") ||
+       !fs::exists(paths.python / "leakbound" / "__init__.py"))) {
     throw WatchUsageError(
         "--step-on needs leakbound's Python folder (leakbound/, sitecustomize/), looked for at " +
         (paths.python.empty() ? std::string("<build>/watch/python and <prefix>/share/leakbound/python")
@@ -459,7 +460,9 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
       const bool alone = !SharesWithRelatives(recording);
       if (!recording.samples.empty() && !recording.samples.back().has_private) {
         WatchSample &last = recording.samples.back();
-        if (now - c.private_read >= (alone ? kPrivateMemoryAlone : c.private_every)) {
+        // Alone, once a read of smaps_rollup succeeded (until then, at the dense pace).
+        const bool sparse = alone && c.last_pss != 0;
+        if (now - c.private_read >= (sparse ? kPrivateMemoryAlone : c.private_every)) {
           last.has_private =
               ReadPrivateMemory(job.images[c.image].pid, last.rss_bytes, last.pss_bytes);
           c.private_read = c.resident_read = now;
@@ -467,7 +470,7 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
           c.private_every = std::clamp<std::chrono::steady_clock::duration>(
               (std::chrono::steady_clock::now() - now) * kPrivateMemoryShare, kPrivateMemoryEvery,
               kPrivateMemoryLongest);
-        } else if (alone && c.last_pss != 0 && now - c.resident_read >= kPrivateMemoryEvery) {
+        } else if (sparse && now - c.resident_read >= kPrivateMemoryEvery) {
           last.has_private = ReadResident(job.images[c.image].pid, last.rss_bytes);
           last.pss_bytes = c.last_pss;
           c.resident_read = now;
