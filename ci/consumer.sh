@@ -89,15 +89,23 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 || {
 install_s=$(elapsed "$start")
 "$prefix/bin/leakbound" list >/dev/null  # the installed CLI starts (finds libleakbound_heap.so)
 # The installed `watch` finds its preload and its Python folder: --step-on marks the steps of a
-# Python program (json.dumps, no torch needed) and the job passes.
+# Python program (json.dumps, no torch needed); the job passes when each result is dropped, and
+# is judged growing (exit 1) when the program keeps them all in a list.
 if [[ -x /usr/bin/python3 ]]; then
-  if "$prefix/bin/leakbound" watch --out "$work/watch-installed" --step-on json.dumps -- \
-       /usr/bin/python3 -c "import json; [json.dumps(i) for i in range(3000)]" \
-       >"$work/watch-installed.log" 2>&1; then
-    echo "[install] the installed leakbound watch --step-on marked steps and passed"
-  else
-    cat "$work/watch-installed.log"
-    failures+=("install: the installed leakbound watch --step-on json.dumps did not pass")
+  installed_watch() {  # CODE PYTHON_SOURCE
+    local rc=0
+    "$prefix/bin/leakbound" watch --out "$work/watch-installed" --step-on json.dumps -- \
+      /usr/bin/python3 -c "$2" >"$work/watch-installed.log" 2>&1 || rc=$?
+    if [[ $rc != "$1" ]]; then
+      cat "$work/watch-installed.log"
+      failures+=("install: the installed leakbound watch --step-on json.dumps exited $rc, not $1: $2")
+    fi
+  }
+  failed_before=${#failures[@]}
+  installed_watch 0 "import json; any(json.dumps(i) is None for i in range(3000))"
+  installed_watch 1 "import json; kept = [json.dumps(i) for i in range(3000)]"
+  if ((${#failures[@]} == failed_before)); then
+    echo "[install] the installed leakbound watch --step-on: a clean Python loop passes, a kept list is caught"
   fi
 fi
 start=$(now)
