@@ -65,14 +65,21 @@ TEST(JobProc, ParentOf_ReadsTheParentPastANameWithSpacesAndParentheses) {
             std::string::npos);
 }
 
-TEST(JobProc, ParentOf_IsZeroForAProcessThatIsGone) {
+// The pid of a child that has exited and been reaped (0 when fork failed).
+std::uint64_t GonePid() {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
-  ASSERT_GT(child, 0);
+  if (child < 0) return 0;
   int status = 0;
   ::waitpid(child, &status, 0);
-  EXPECT_EQ(ParentOf(static_cast<std::uint64_t>(child)), 0u);
-  EXPECT_EQ(ReadProcFile(static_cast<std::uint64_t>(child), "stat"), "");
+  return static_cast<std::uint64_t>(child);
+}
+
+TEST(JobProc, ParentOf_IsZeroForAProcessThatIsGone) {
+  const std::uint64_t gone = GonePid();
+  ASSERT_GT(gone, 0u);
+  EXPECT_EQ(ParentOf(gone), 0u);
+  EXPECT_EQ(ReadProcFile(gone, "stat"), "");
 }
 
 // statm's resident size is what smaps_rollup's walk counts (its counters may lag by a few
@@ -94,13 +101,10 @@ TEST(JobProc, ReadResident_AgreesWithSmapsRollup_AndFollowsTouchedMemory) {
 }
 
 TEST(JobProc, ReadResident_IsFalseForAProcessThatIsGone) {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ASSERT_GT(child, 0);
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  const std::uint64_t gone = GonePid();
+  ASSERT_GT(gone, 0u);
   std::uint64_t rss = 7;
-  EXPECT_FALSE(ReadResident(static_cast<std::uint64_t>(child), rss));
+  EXPECT_FALSE(ReadResident(gone, rss));
 }
 
 TEST(JobProc, JobProcesses_ListsTheChildrenBelowThisProcessOnly) {

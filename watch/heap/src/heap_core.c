@@ -818,42 +818,45 @@ LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
   return taken;
 }
 
+/* The common free path of OnFreeFast and OnFreeFastSiteless: on c's own slot, takes key's
+ * record and books it (1; its size in *size, its stamp in *stamp, its chunk and index for the
+ * site), finds none (0: nothing to do), or does nothing (-1: a large block, OnFreeTaken's). */
+static inline int FreeFast(uintptr_t key, ThreadCounters *c, uint64_t *size, unsigned *stamp,
+                           Chunk **chunk, size_t *i) {
+  const uint32_t word = RecordFind(key, chunk, i);
+  if (word == kEmpty) return 0;
+  const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
+  if (LB_UNLIKELY(field >= (uint32_t)kLargeField)) return -1;
+  atomic_store_explicit(&(*chunk)->word[*i], kEmpty, memory_order_relaxed);
+  *size = field;
+  *stamp = StampOf(word);
+  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+  CountOwnFreed(c, field, FreedBook(clock, *stamp));
+  return 1;
+}
+
 int LeakboundHeapOnFreeFast(const void *block, LeakboundHeapTaken *taken) {
-  const uintptr_t key = (uintptr_t)block;
   ThreadCounters *c = t_state.own;
   if (LB_UNLIKELY(c == NULL)) return -1;
   Chunk *chunk;
   size_t i;
-  const uint32_t word = RecordFind(key, &chunk, &i);
-  if (word == kEmpty) return 0;
-  const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
-  if (LB_UNLIKELY(field >= (uint32_t)kLargeField)) return -1;
-  atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
+  const int took = FreeFast((uintptr_t)block, c, &taken->size, &taken->epoch, &chunk, &i);
+  if (took <= 0) return took;
   taken->site = atomic_load_explicit(&chunk->site[i], memory_order_relaxed);
   if (taken->site != 0) atomic_store_explicit(&chunk->site[i], 0, memory_order_relaxed);
   taken->found = 1;
-  taken->size = field;
-  taken->epoch = StampOf(word);
   taken->slot = c->slot1;
-  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-  CountOwnFreed(c, field, FreedBook(clock, taken->epoch));
   return 1;
 }
 
 int LeakboundHeapOnFreeFastSiteless(const void *block) {
-  const uintptr_t key = (uintptr_t)block;
   ThreadCounters *c = t_state.own;
   if (LB_UNLIKELY(c == NULL)) return 0;
   Chunk *chunk;
   size_t i;
-  const uint32_t word = RecordFind(key, &chunk, &i);
-  if (word == kEmpty) return 1; /* not recorded: nothing to do */
-  const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
-  if (LB_UNLIKELY(field >= (uint32_t)kLargeField)) return 0;
-  atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
-  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-  CountOwnFreed(c, field, FreedBook(clock, StampOf(word)));
-  return 1;
+  uint64_t size;
+  unsigned stamp;
+  return FreeFast((uintptr_t)block, c, &size, &stamp, &chunk, &i) >= 0; /* 0: none to take */
 }
 
 int LeakboundHeapSlotsUsed(void) {

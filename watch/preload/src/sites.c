@@ -423,6 +423,20 @@ static __attribute__((noinline)) void SiteFreeBusy(uint32_t site, uint32_t slot,
   }
 }
 
+/* A block's site books on the common path (slot: the core's; bytes and blocks: + when born, -
+ * when freed): 1 when booked, 0 when nothing was done (the site is not quiet, or the thread's
+ * entry is another's: SiteAllocBusy / SiteFreeBusy book it). */
+static inline int SiteBookedQuiet(uint32_t site, uint32_t slot, int64_t bytes, int64_t blocks) {
+  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
+  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
+                           !SiteQuiet(&g_sites[site - 1]), 0)) {
+    return 0;
+  }
+  AddRelaxed(&d->bytes, bytes);
+  AddRelaxed(&d->allocations, blocks);
+  return 1;
+}
+
 int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc, int in_hold) {
   /* The site's first probe only (the table's other slots: LeakboundSiteFor). */
   const size_t at = (size_t)(((uint64_t)pc * 0x9E3779B97F4A7C15ull) >> (64 - kSiteBits));
@@ -437,12 +451,7 @@ int LeakboundSiteCountedFast(void* block, uint64_t size, uintptr_t pc, int in_ho
                        0)) {
     return 0;
   }
-  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
-  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
-                           SiteQuiet(&g_sites[at]), 1)) {
-    AddRelaxed(&d->bytes, (int64_t)size);
-    AddRelaxed(&d->allocations, 1);
-  } else {
+  if (__builtin_expect(!SiteBookedQuiet(site, (uint32_t)slot, (int64_t)size, 1), 0)) {
     SiteAllocBusy(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
   }
   return 1;
@@ -459,20 +468,6 @@ static __attribute__((noinline)) void* SiteAllocBusyReturning(uint32_t site, uin
   return block;
 }
 
-/* The site's books of a block the core recorded (slot: the core's) on the common path: 1 when
- * booked, 0 when nothing was done (the site is not quiet, or the thread's entry is another's:
- * SiteAllocBusyReturning books it). */
-static inline int SiteBookedQuiet(uint32_t site, int slot, uint64_t size) {
-  SiteDelta* d = &g_deltas[slot - 1][site & ((1u << kDeltaBits) - 1)];
-  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
-                           !SiteQuiet(&g_sites[site - 1]), 0)) {
-    return 0;
-  }
-  AddRelaxed(&d->bytes, (int64_t)size);
-  AddRelaxed(&d->allocations, 1);
-  return 1;
-}
-
 /* LeakboundSiteAllocBlock while the job's clock holds the core's fast paths (a process that marks
  * no step yet: a PyTorch program's whole import): the same past the hold, then the clock's test;
  * else the general path. */
@@ -485,7 +480,7 @@ static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* SiteAllocHeld(
   if (!LeakboundHeapOnAllocFastInHold(block, size, site, &stamp, &slot)) {
     return LeakboundAllocGeneral(block, size, pc);
   }
-  if (__builtin_expect(!SiteBookedQuiet(site, slot, size), 0)) {
+  if (__builtin_expect(!SiteBookedQuiet(site, (uint32_t)slot, (int64_t)size, 1), 0)) {
     return SiteAllocBusyReturning(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
   }
   return LeakboundJobClockMoved() ? LeakboundJobClockSampleReturning(block) : block;
@@ -505,7 +500,7 @@ __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteAllocBlo
   if (__builtin_expect(!LeakboundHeapOnAllocFast(block, size, site, &stamp, &slot), 0)) {
     return SiteAllocHeld(block, size, pc, site);
   }
-  if (__builtin_expect(!SiteBookedQuiet(site, slot, size), 0)) {
+  if (__builtin_expect(!SiteBookedQuiet(site, (uint32_t)slot, (int64_t)size, 1), 0)) {
     return SiteAllocBusyReturning(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
   }
   return block;
@@ -517,12 +512,7 @@ int LeakboundSiteUncountedFast(void* block) {
   if (took <= 0) return took + 1;
   const uint32_t site = taken.site;
   if (site == 0 || site > kSiteSlots) return 1;
-  SiteDelta* d = &g_deltas[taken.slot - 1][site & ((1u << kDeltaBits) - 1)];
-  if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) == site &&
-                           SiteQuiet(&g_sites[site - 1]), 1)) {
-    AddRelaxed(&d->bytes, -(int64_t)taken.size);
-    AddRelaxed(&d->allocations, -1);
-  } else {
+  if (__builtin_expect(!SiteBookedQuiet(site, taken.slot, -(int64_t)taken.size, -1), 0)) {
     SiteFreeBusy(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
   }
   return 1;
@@ -545,15 +535,10 @@ __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void LeakboundSiteFreeBlock
     return;
   }
   const uint32_t site = taken.site;
-  if (took > 0 && site != 0 && site <= kSiteSlots) {
-    SiteDelta* d = &g_deltas[taken.slot - 1][site & ((1u << kDeltaBits) - 1)];
-    if (__builtin_expect(atomic_load_explicit(&d->site, memory_order_relaxed) != site ||
-                             !SiteQuiet(&g_sites[site - 1]), 0)) {
-      SiteFreeBusyThenFree(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
-      return;
-    }
-    AddRelaxed(&d->bytes, -(int64_t)taken.size);
-    AddRelaxed(&d->allocations, -1);
+  if (took > 0 && site != 0 && site <= kSiteSlots &&
+      __builtin_expect(!SiteBookedQuiet(site, taken.slot, -(int64_t)taken.size, -1), 0)) {
+    SiteFreeBusyThenFree(site, taken.slot, block, (int64_t)taken.size, taken.epoch);
+    return;
   }
   __libc_free(block);
 }
