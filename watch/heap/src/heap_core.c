@@ -77,13 +77,15 @@ enum {
   kAddressBits = 47,        /* user space without 5-level paging hints */
   kThreadSlots = LEAKBOUND_HEAP_SLOTS, /* per-thread counter slots; slot 0 is shared */
   /* A record is six bytes in two arrays of its chunk: a 32-bit word, valid (bit 0), the block's
-   * offset in its granule in 8-byte units (bits 1..2), size (3..15), birth stamp (16..31); and
+   * offset in its granule in 8-byte units (bits 1..2), birth stamp (3..18), size (19..31); and
    * the call site, 16 bits, in an array of its own, written only when a site is stored (so a
-   * run without call sites never touches its pages). */
+   * run without call sites never touches its pages). The stamp's place is the census clock's
+   * (g_census_clock), so an allocation ors the clock's low half into the word and finds its
+   * book in the same bits; the size on top comes out of the word with one shift. */
   kOffsetShift = 1,
-  kSizeShift = 3,
+  kStampShift = 3,
+  kSizeShift = 19,
   kSizeBits = 13,
-  kStampShift = 16,
   kSiteMax = (1 << 16) - 1,            /* the largest call-site id a record holds */
   kLargeTables = 16,                   /* large-block tables, each twice the one before */
   kLargeField = (1 << kSizeBits) - kLargeTables, /* size field kLargeField + t: in large table t */
@@ -155,8 +157,11 @@ typedef struct ThreadState {
   ThreadCounters *counters;
   int exclude_depth;
   uintptr_t chunk_stretch; /* key >> kChunkBits of the chunk below; kNoStretch: none */
-  struct Chunk *chunk;     /* the chunk this thread last found (never NULL while chunk_stretch
-                            * names one): chunks are never unmapped */
+  /* The chunk this thread last found (chunks are never unmapped), less StretchBias(chunk_stretch):
+   * the record word of key is at words_bias + 4 * (key >> kGranuleShift), one shift and an
+   * indexed load (FindRecord). */
+  uintptr_t words_bias;
+  struct Chunk *chunk; /* that chunk itself, for the sites */
 } ThreadState;
 /* No key's stretch (keys are below 2^47): chunk_stretch's value while it names no chunk, so that
  * a hit never needs to test the chunk for NULL. */
@@ -171,11 +176,13 @@ typedef struct Directory {
 static _Atomic(Directory *) g_regions[(size_t)1 << (kAddressBits - kRegionBits)]; /* 8 MiB, bss */
 static LargeEntry *_Atomic g_large[kLargeTables]; /* mapped on demand */
 static _Atomic int64_t g_large_live[kLargeTables];   /* live entries per table */
-/* The fast paths' gate: zero, or why an allocation takes the general path: kGatePaused (counting
- * switched off, leakbound_heap_set_counting) or kGateHeld (a front end's hold,
- * LeakboundHeapHoldFastPath). One load and one test on the common path for both. */
-static _Atomic int g_gate;
-enum { kGatePaused = 1, kGateHeld = 2 };
+/* The fast paths' gate, bits 1..2 of the census clock (g_census_clock): zero, or why an
+ * allocation takes the general path: kGatePaused (counting switched off,
+ * leakbound_heap_set_counting) or kGateHeld (a front end's hold, LeakboundHeapHoldFastPath). The
+ * common path reads the clock anyway: one test of the same load. The bits are the record word's
+ * offset field, which the common path ors in after the clock's low half: it does so only with
+ * the gate's bits clear (OnAllocFast masks the hold when it records past it). */
+enum { kGatePaused = 2, kGateHeld = 4, kGateBits = kGatePaused | kGateHeld };
 static _Atomic int g_degraded;
 /* Set before or at the first record that stores a call site (LeakboundHeapSitesStored, or the
  * general path's StoreSite): from then on OnFree clears a record's site too (a run without call
@@ -186,10 +193,11 @@ static _Atomic int g_sites_stored;
  * file. Slot 0 is the shared one (IsShared); the claim loop starts at slot 1. */
 static ThreadCounters g_threads[kThreadSlots];
 static _Atomic int g_threads_used = 1; /* slots [0, used) have been claimed at least once */
-/* The census clock: the current cohort in bits 0..7, the census generation in 8..15 (a record
- * stores both as its birth stamp), and in bits 32..63 the record word's bits that stamp sets
- * (ClockOf). One word, read with one relaxed load. */
-static _Atomic uint64_t g_census_clock = (uint64_t)1 << 32; /* ClockOf(0) */
+/* The census clock: the record word's bits that the current stamp sets (ClockOf: valid, and the
+ * stamp, the cohort in bits 3..10 and the census generation in 11..18), and the gate (kGateBits).
+ * One word, read with one relaxed load. Written by the census (a compare-and-swap that keeps the
+ * gate) and the gate (atomic or / and). */
+static _Atomic uint64_t g_census_clock = 1; /* ClockOf(0), the gate open */
 /* The born and freed sums per cohort at the census's start (what earlier generations left). */
 static leakbound_heap_cohort g_born_origin[kCohorts];
 static leakbound_heap_cohort g_census_origin[kCohorts];
@@ -211,6 +219,7 @@ static inline int64_t Load(_Atomic int64_t *field) {
 
 /* The owner's add (heap_core.h): no lock prefix. */
 static inline void Bump(_Atomic int64_t *field, int64_t delta) { LeakboundOwnerAdd(field, delta); }
+static inline void Drop(_Atomic int64_t *field, int64_t delta) { LeakboundOwnerSub(field, delta); }
 
 static void ReleaseThreadCounters(void *slot) {
   ThreadCounters *c = (ThreadCounters *)slot;
@@ -260,7 +269,7 @@ static inline ThreadCounters *Counters(void) {
 /* This thread's slot if its allocations are counted now, else NULL. */
 static __attribute__((noinline)) ThreadCounters *CountingCountersSlow(void) {
   if (t_state.exclude_depth > 0 ||
-      (atomic_load_explicit(&g_gate, memory_order_relaxed) & kGatePaused)) {
+      (atomic_load_explicit(&g_census_clock, memory_order_relaxed) & kGatePaused)) {
     return NULL;
   }
   ThreadCounters *c = t_state.counters ? t_state.counters : ClaimThreadCounters();
@@ -271,7 +280,7 @@ static __attribute__((noinline)) ThreadCounters *CountingCountersSlow(void) {
 static inline ThreadCounters *CountingCounters(void) {
   ThreadCounters *c = t_state.counting;
   if (LB_UNLIKELY(c == NULL ||
-                  (atomic_load_explicit(&g_gate, memory_order_relaxed) & kGatePaused))) {
+                  (atomic_load_explicit(&g_census_clock, memory_order_relaxed) & kGatePaused))) {
     return CountingCountersSlow();
   }
   return c;
@@ -281,25 +290,25 @@ static inline ThreadCounters *CountingCounters(void) {
 /* A record's birth stamp is the census clock's low 16 bits when it was allocated: the census
  * generation (bits 8..15) and the cohort (bits 0..7). A block of an earlier census (another
  * generation) is freed into the older cohort (FreedBook). */
-static inline unsigned CurrentEpoch(uint64_t clock) { return (unsigned)clock & 0xffff; }
-
-/* The clock word of stamp: the stamp, and above it the record word's valid bit and the stamp in
- * its place (Pack's), so that an allocation makes its record word from the clock's load with two
- * ors (the size, the offset) instead of shifting and masking the stamp each time. */
-static inline uint64_t ClockOf(unsigned stamp) {
-  return (uint64_t)stamp | (uint64_t)(1u | (uint32_t)stamp << kStampShift) << 32;
+static inline unsigned CurrentEpoch(uint64_t clock) {
+  return ((unsigned)clock >> kStampShift) & 0xffff;
 }
+
+/* The clock word of stamp, the gate open: the record word's valid bit and the stamp in its place
+ * (Pack's), so that an allocation makes its record word from the clock's load with two ors (the
+ * size, the offset) and finds its book in the same bits (BookAt). */
+static inline uint64_t ClockOf(unsigned stamp) { return 1u | (uint64_t)stamp << kStampShift; }
 
 /* Where a birth or a free seen at `clock` is booked: `cohort` in the books of the clock's
  * generation parity. A thread that read the clock just before a census started books into the
  * other generation's books, which the new census does not read (its origin is taken from its
  * own), so a birth or free straddling the start can neither add a survivor nor hide one. */
 static inline unsigned Book(uint64_t clock, unsigned cohort) {
-  return (((unsigned)clock >> 8) & 1) * (unsigned)kCohorts + cohort;
+  return ((CurrentEpoch(clock) >> 8) & 1) * (unsigned)kCohorts + cohort;
 }
 
 /* The book of a block stamped at `clock`: its birth cohort, FreedBook(clock, CurrentEpoch(clock)). */
-static inline unsigned BirthBook(uint64_t clock) { return Book(clock, (unsigned)clock & 0xff); }
+static inline unsigned BirthBook(uint64_t clock) { return CurrentEpoch(clock) & 0x1ff; }
 
 /* Where a block born at `stamp` is booked when freed at `clock`: its birth cohort in the books of
  * the clock's generation, or the older cohort when it was born in an earlier generation. With 256
@@ -307,8 +316,26 @@ static inline unsigned BirthBook(uint64_t clock) { return Book(clock, (unsigned)
  * generation's low bit, then the cohort), so the common case is a test and a mask. */
 _Static_assert(kCohorts == 256, "FreedBook: a stamp's low 9 bits are its book");
 static inline unsigned FreedBook(uint64_t clock, unsigned stamp) {
-  return LB_LIKELY(((stamp ^ (unsigned)clock) & 0xff00) == 0) ? (stamp & 0x1ff)
-                                                              : Book(clock, kOlderCohort);
+  return LB_LIKELY(((stamp ^ CurrentEpoch(clock)) & 0xff00) == 0) ? (stamp & 0x1ff)
+                                                                   : Book(clock, kOlderCohort);
+}
+
+/* The common paths' books, from a record word or a clock as they are (the stamp's low 9 bits,
+ * the book's number, in bits 3..11): c's book, with no shift (32-byte books: the masked bits
+ * times 4, an address mode's scale). */
+_Static_assert(sizeof(BookCounts) == 32 && kStampShift == 3, "BookAt: the bits' scale");
+static inline BookCounts *BookAt(ThreadCounters *c, uint32_t bits) {
+  return (BookCounts *)((char *)c->books + (size_t)(bits & (0x1ffu << kStampShift)) * 4);
+}
+
+/* FreedBook's bits for a record word freed at `clock`: its own, or the older cohort's. */
+static inline uint32_t FreedBits(uint64_t clock, uint32_t word) {
+  uint32_t bits = word;
+  if (LB_UNLIKELY((((uint32_t)clock ^ word) & (0xff00u << kStampShift)) != 0)) {
+    bits = ((uint32_t)clock & (0x100u << kStampShift)) | (uint32_t)kOlderCohort << kStampShift;
+    __asm__("" : "+r"(bits)); /* a branch, not a conditional move of both: rarely taken */
+  }
+  return bits;
 }
 
 /* The shared slot's books: locked adds, CAS peak. */
@@ -337,15 +364,19 @@ static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64
 
 /* The peak: a reset (another thread) stores live_bytes into peak_bytes; the owner stores only a
  * larger value, so it never undoes a reset except with a value live at the reset itself. */
-static inline void CountOwnAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
-  Bump(&c->books[book].born_bytes, (int64_t)size);
-  Bump(&c->books[book].born_blocks, 1);
+static inline void CountOwnAllocatedAt(ThreadCounters *c, uint64_t size, BookCounts *book) {
+  Bump(&book->born_bytes, (int64_t)size);
+  Bump(&book->born_blocks, 1);
   int64_t live = Load(&c->live_bytes) + (int64_t)size;
   atomic_store_explicit(&c->live_bytes, live, memory_order_relaxed);
   if (live > Load(&c->peak_bytes))
     atomic_store_explicit(&c->peak_bytes, live, memory_order_relaxed);
   Bump(&c->allocations, 1);
   Bump(&c->total_bytes, (int64_t)size);
+}
+
+static inline void CountOwnAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
+  CountOwnAllocatedAt(c, size, &c->books[book]);
 }
 
 static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned book) {
@@ -356,11 +387,15 @@ static inline void CountAllocated(ThreadCounters *c, uint64_t size, unsigned boo
   CountOwnAllocated(c, size, book);
 }
 
-static inline void CountOwnFreed(ThreadCounters *c, uint64_t size, unsigned book) {
-  Bump(&c->books[book].freed_bytes, (int64_t)size);
-  Bump(&c->books[book].freed_blocks, 1);
-  Bump(&c->live_bytes, -(int64_t)size);
+static inline void CountOwnFreedAt(ThreadCounters *c, uint64_t size, BookCounts *book) {
+  Bump(&book->freed_bytes, (int64_t)size);
+  Bump(&book->freed_blocks, 1);
+  Drop(&c->live_bytes, (int64_t)size);
   Bump(&c->frees, 1);
+}
+
+static inline void CountOwnFreed(ThreadCounters *c, uint64_t size, unsigned book) {
+  CountOwnFreedAt(c, size, &c->books[book]);
 }
 
 static inline void CountFreed(ThreadCounters *c, uint64_t size, unsigned book) {
@@ -397,22 +432,24 @@ static inline size_t ChunkOf(uintptr_t key) {
   return (key >> kChunkBits) & (kChunksPerRegion - 1);
 }
 
+/* A chunk's address less its stretch's first record index times 4 (the record words are the
+ * chunk's first array): what a key's index times 4 adds back. */
+_Static_assert(offsetof(Chunk, word) == 0, "StretchBias: the words first");
+static inline uintptr_t StretchBias(uintptr_t stretch) {
+  return ((stretch << kChunkBits) >> kGranuleShift) * sizeof(uint32_t);
+}
+
 static inline size_t RecordIndex(uintptr_t key) {
   return (key & (((uintptr_t)1 << kChunkBits) - 1)) >> kGranuleShift;
 }
 
-/* key's chunk of records if mapped, else NULL (also for a key at or above 2^47). The chunk a
- * thread found last is kept in its state: a heap hands out neighbouring blocks, and two dependent
- * loads (directory, chunk) become one compare. Safe because a published chunk is never unmapped.
- * A hit also says that key is below 2^47 (the cached stretch is of such a key, or kNoStretch,
- * which no key's is), so the hooks test a key's high bits only on a miss. */
-static inline Chunk *FindChunk(uintptr_t key) {
-  const uintptr_t stretch = key >> kChunkBits;
-  if (LB_LIKELY(stretch == t_state.chunk_stretch)) {
-    Chunk *cached = t_state.chunk;
-    if (cached == NULL) __builtin_unreachable(); /* the callers' NULL tests go on a hit */
-    return cached;
-  }
+/* key's chunk of records if mapped, else NULL (also for a key at or above 2^47), when it is not
+ * the one this thread found last (FindRecord's miss; the found one becomes this thread's). The
+ * chunk a thread found last is kept in its state: a heap hands out neighbouring blocks, and two
+ * dependent loads (directory, chunk) become one compare. Safe because a published chunk is never
+ * unmapped. A hit also says that key is below 2^47 (the cached stretch is of such a key, or
+ * kNoStretch, which no key's is), so the hooks test a key's high bits only on a miss. */
+static inline Chunk *FindChunkMissed(uintptr_t key) {
   if (LB_UNLIKELY(key >> kAddressBits)) return NULL;
   Directory *directory = atomic_load_explicit(&g_regions[RegionOf(key)], memory_order_acquire);
   if (LB_UNLIKELY(directory == NULL)) return NULL;
@@ -420,13 +457,30 @@ static inline Chunk *FindChunk(uintptr_t key) {
   if (chunk != NULL) {
     /* A signal handler's malloc on this thread may run between any two of these stores: it sees
      * no stretch, or the new one with its chunk, never a stretch with another's chunk. */
+    const uintptr_t stretch = key >> kChunkBits;
     t_state.chunk_stretch = kNoStretch;
     atomic_signal_fence(memory_order_seq_cst);
     t_state.chunk = chunk;
+    t_state.words_bias = (uintptr_t)chunk - StretchBias(stretch);
     atomic_signal_fence(memory_order_seq_cst);
     t_state.chunk_stretch = stretch;
   }
   return chunk;
+}
+
+/* key's record: its word and its site in the chunk that holds them, and 1; 0 when that chunk is
+ * not mapped (or key is at or above 2^47). From the thread's chunk (found now on a miss, out of
+ * line): one shift and an indexed address (RecordIndex's mask and the chunk's base fold into the
+ * cached biases). */
+static inline int FindRecord(uintptr_t key, _Atomic uint32_t **word, _Atomic uint16_t **site) {
+  if (LB_UNLIKELY((key >> kChunkBits) != t_state.chunk_stretch) &&
+      FindChunkMissed(key) == NULL) {
+    return 0;
+  }
+  const uintptr_t index = key >> kGranuleShift;
+  *word = (_Atomic uint32_t *)(t_state.words_bias + index * sizeof(uint32_t));
+  *site = &t_state.chunk->site[RecordIndex(key)]; /* read by the call-site paths only */
+  return 1;
 }
 
 /* Writes a zero into each page of [table, table + bytes) of a table not yet published, so that
@@ -562,22 +616,24 @@ static inline uint32_t Pack(uintptr_t key, uint32_t size_field, unsigned stamp) 
          (uint32_t)stamp << kStampShift;
 }
 
-/* Pack(key, size_field, CurrentEpoch(clock)), from the clock word's upper half. */
-static inline uint32_t PackAt(uintptr_t key, uint32_t size_field, uint64_t clock) {
+/* Pack(key, size_field, CurrentEpoch(clock)), from the clock word's low half (`bits`: the gate's
+ * bits clear). */
+static inline uint32_t PackAt(uintptr_t key, uint32_t size_field, uint32_t bits) {
   /* OffsetField(key) << kOffsetShift, in one shift and one mask (key is 8-byte aligned). */
   const uint32_t offset =
       (uint32_t)(key >> (3 - kOffsetShift)) & (uint32_t)((kGranuleMask >> 3) << kOffsetShift);
-  return (uint32_t)(clock >> 32) | offset | size_field << kSizeShift;
+  return bits | offset | size_field << kSizeShift;
 }
 
-static inline unsigned StampOf(uint32_t word) { return word >> kStampShift; }
+static inline unsigned StampOf(uint32_t word) { return (word >> kStampShift) & 0xffff; }
 
 /* Whether a set record word is key's: its offset field is the key's offset in the granule and the
  * key is 8-byte aligned, in one compare. The word shifted so that its offset field lies over the
  * key's bits 3..4 puts its valid bit (1) over bit 2, so the key's low 5 bits XOR it are exactly
  * 4 (0b00100) when both hold, and any other value when the offset differs or a bit of 0..2 is
- * set. (An empty word can match a key whose low bits are 4, never malloc's: RecordFind returns
- * that word, kEmpty, either way.) */
+ * set. (An empty word can match a key whose low bits are 4, never a block's: RecordFind returns
+ * that word, kEmpty, either way; the free paths' FreeFast does not test for it, and would book a
+ * free of 0 bytes for such a pointer, which glibc's free then aborts on.) */
 _Static_assert(kOffsetShift == 1 && kGranuleShift >= 3 && kGranuleShift <= 5,
                "MatchesOffset: the word's bit layout");
 static inline int MatchesOffset(uint32_t word, uintptr_t key) {
@@ -585,40 +641,42 @@ static inline int MatchesOffset(uint32_t word, uintptr_t key) {
 }
 
 /* A record's size: inline, or its large table's (which the entry leaves). */
+_Static_assert(kSizeShift + kSizeBits == 32, "SizeField: the size is the word's top bits");
+static inline uint32_t SizeField(uint32_t word) { return word >> kSizeShift; }
+
 static inline uint64_t SizeOf(uint32_t word, uintptr_t address) {
-  const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
+  const uint32_t field = SizeField(word);
   return LB_LIKELY(field < (uint32_t)kLargeField) ? field
                                                   : LargeTake(address, (int)(field - kLargeField));
 }
 
-static inline void StoreSite(Chunk *chunk, size_t i, uint32_t site) {
-  atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+static inline void StoreSite(_Atomic uint16_t *slot, uint32_t site) {
+  atomic_store_explicit(slot, (uint16_t)site, memory_order_relaxed);
   if (LB_UNLIKELY(!atomic_load_explicit(&g_sites_stored, memory_order_relaxed))) {
     atomic_store_explicit(&g_sites_stored, 1, memory_order_relaxed);
   }
 }
 
-/* key's record word (its chunk and index in *chunk, *i), or kEmpty when key was not recorded (no
- * record, another block's, or an address no block of malloc's can have). */
-static inline uint32_t RecordFind(uintptr_t key, Chunk **chunk, size_t *i) {
-  *chunk = FindChunk(key); /* tests the key's high bits (on a miss) */
-  if (LB_UNLIKELY(*chunk == NULL)) return kEmpty;
-  *i = RecordIndex(key);
-  const uint32_t word = atomic_load_explicit(&(*chunk)->word[*i], memory_order_relaxed);
-  return MatchesOffset(word, key) ? word : kEmpty; /* an empty word is kEmpty either way */
+/* key's record word (where it and its site are in *word, *site), or kEmpty when key was not
+ * recorded (no record, another block's, or an address no block of malloc's can have). */
+static inline uint32_t RecordFind(uintptr_t key, _Atomic uint32_t **word,
+                                  _Atomic uint16_t **site) {
+  if (LB_UNLIKELY(!FindRecord(key, word, site))) return kEmpty; /* tests the key's high bits */
+  const uint32_t value = atomic_load_explicit(*word, memory_order_relaxed);
+  return MatchesOffset(value, key) ? value : kEmpty; /* an empty word is kEmpty either way */
 }
 
 /* Clears key's record and returns its size, site (when site is not NULL; a run without call
  * sites never reads their array) and birth stamp; 0 when key was not recorded. */
 static inline int RecordTake(uintptr_t key, uint64_t *size, uint32_t *site, unsigned *epoch) {
-  Chunk *chunk;
-  size_t i;
-  const uint32_t word = RecordFind(key, &chunk, &i);
+  _Atomic uint32_t *at;
+  _Atomic uint16_t *site_at;
+  const uint32_t word = RecordFind(key, &at, &site_at);
   if (word == kEmpty) return 0;
-  atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
+  atomic_store_explicit(at, kEmpty, memory_order_relaxed);
   if (site) {
-    *site = atomic_load_explicit(&chunk->site[i], memory_order_relaxed);
-    if (*site != 0) atomic_store_explicit(&chunk->site[i], 0, memory_order_relaxed);
+    *site = atomic_load_explicit(site_at, memory_order_relaxed);
+    if (*site != 0) atomic_store_explicit(site_at, 0, memory_order_relaxed);
   }
   *size = SizeOf(word, key);
   *epoch = StampOf(word);
@@ -630,13 +688,18 @@ static inline int RecordTake(uintptr_t key, uint64_t *size, uint32_t *site, unsi
 static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uint32_t site,
                             unsigned epoch, uint64_t clock) {
   if (LB_UNLIKELY(BadKey(key))) return 0;
-  Chunk *chunk = FindChunk(key);
-  if (LB_UNLIKELY(chunk == NULL) && (chunk = MapChunk(key, size)) == NULL) return 0;
-  const size_t i = RecordIndex(key);
-  const uint32_t stale = atomic_load_explicit(&chunk->word[i], memory_order_relaxed);
+  _Atomic uint32_t *at;
+  _Atomic uint16_t *site_at;
+  if (LB_UNLIKELY(!FindRecord(key, &at, &site_at))) {
+    Chunk *chunk = MapChunk(key, size);
+    if (chunk == NULL) return 0;
+    at = &chunk->word[RecordIndex(key)];
+    site_at = &chunk->site[RecordIndex(key)];
+  }
+  const uint32_t stale = atomic_load_explicit(at, memory_order_relaxed);
   if (LB_UNLIKELY(stale != kEmpty)) {
-    atomic_store_explicit(&chunk->word[i], kEmpty, memory_order_relaxed);
-    atomic_store_explicit(&chunk->site[i], 0, memory_order_relaxed);
+    atomic_store_explicit(at, kEmpty, memory_order_relaxed);
+    atomic_store_explicit(site_at, 0, memory_order_relaxed);
     const uintptr_t stale_address =
         (key & ~kGranuleMask) | (uintptr_t)(((stale >> kOffsetShift) & 3) << 3);
     CountFreed(c, SizeOf(stale, stale_address), FreedBook(clock, StampOf(stale)));
@@ -647,8 +710,8 @@ static inline int RecordPut(ThreadCounters *c, uintptr_t key, uint64_t size, uin
     if (table < 0) return 0;
     size_field = (uint32_t)kLargeField + (uint32_t)table;
   }
-  if (site != 0) StoreSite(chunk, i, site);
-  atomic_store_explicit(&chunk->word[i], Pack(key, size_field, epoch), memory_order_relaxed);
+  if (site != 0) StoreSite(site_at, site);
+  atomic_store_explicit(at, Pack(key, size_field, epoch), memory_order_relaxed);
   return 1;
 }
 
@@ -682,25 +745,26 @@ static inline int OnAllocFast(const void *block, uint64_t size, uint32_t site, u
                               int *slot, int sites_said, int gate) {
   ThreadCounters *c = t_state.counting; /* NULL: excluded, no slot yet, or the shared slot */
   const uintptr_t key = (uintptr_t)block;
-  /* No BadKey: a block malloc returns is aligned, and FindChunk tests the high bits. */
-  /* The gate first: a held front end's allocations leave after one test. */
-  if (LB_LIKELY(!(atomic_load_explicit(&g_gate, memory_order_relaxed) & gate) && c != NULL &&
-                size <= kInlineSizeMax && site <= kSiteMax)) {
-    Chunk *chunk = FindChunk(key);
-    if (LB_LIKELY(chunk != NULL)) {
-      const size_t i = RecordIndex(key);
-      if (LB_LIKELY(atomic_load_explicit(&chunk->word[i], memory_order_relaxed) == kEmpty)) {
-        const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+  /* The clock, and in it the gate, first: a held front end's allocations leave after one test. */
+  const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
+  /* No BadKey: a block malloc returns is aligned, and FindRecord tests the high bits. */
+  if (LB_LIKELY(!(clock & (uint64_t)gate) && c != NULL && size <= kInlineSizeMax &&
+                site <= kSiteMax)) {
+    _Atomic uint32_t *at;
+    _Atomic uint16_t *site_at;
+    if (LB_LIKELY(FindRecord(key, &at, &site_at))) {
+      if (LB_LIKELY(atomic_load_explicit(at, memory_order_relaxed) == kEmpty)) {
+        /* The gate's bits that did not stop this path (a hold, passed) leave the word's. */
+        const uint32_t bits = (uint32_t)clock & ~(uint32_t)(kGateBits & ~gate);
         if (site != 0) {
           if (sites_said) {
-            atomic_store_explicit(&chunk->site[i], (uint16_t)site, memory_order_relaxed);
+            atomic_store_explicit(site_at, (uint16_t)site, memory_order_relaxed);
           } else {
-            StoreSite(chunk, i, site);
+            StoreSite(site_at, site);
           }
         }
-        atomic_store_explicit(&chunk->word[i], PackAt(key, (uint32_t)size, clock),
-                              memory_order_relaxed);
-        CountOwnAllocated(c, size, BirthBook(clock));
+        atomic_store_explicit(at, PackAt(key, (uint32_t)size, bits), memory_order_relaxed);
+        CountOwnAllocatedAt(c, size, BookAt(c, bits));
         *stamp = CurrentEpoch(clock);
         *slot = (int)c->slot1;
         return 1;
@@ -819,31 +883,33 @@ LeakboundHeapTaken LeakboundHeapOnFreeTaken(const void *block) {
 }
 
 /* The common free path of OnFreeFast and OnFreeFastSiteless: on c's own slot, takes key's
- * record and books it (1; its size in *size, its stamp in *stamp, its chunk and index for the
- * site), finds none (0: nothing to do), or does nothing (-1: a large block, OnFreeTaken's). */
+ * record and books it (1; its size in *size, its stamp in *stamp, where its site is in *site),
+ * finds none (0: nothing to do), or does nothing (-1: a large block, OnFreeTaken's). key is a
+ * block's address, 8-byte aligned (MatchesOffset: an empty word is not tested for). */
 static inline int FreeFast(uintptr_t key, ThreadCounters *c, uint64_t *size, unsigned *stamp,
-                           Chunk **chunk, size_t *i) {
-  const uint32_t word = RecordFind(key, chunk, i);
-  if (word == kEmpty) return 0;
-  const uint32_t field = (word >> kSizeShift) & ((1u << kSizeBits) - 1);
+                           _Atomic uint16_t **site) {
+  _Atomic uint32_t *at;
+  if (LB_UNLIKELY(!FindRecord(key, &at, site))) return 0;
+  const uint32_t word = atomic_load_explicit(at, memory_order_relaxed);
+  if (!MatchesOffset(word, key)) return 0;
+  const uint32_t field = SizeField(word);
   if (LB_UNLIKELY(field >= (uint32_t)kLargeField)) return -1;
-  atomic_store_explicit(&(*chunk)->word[*i], kEmpty, memory_order_relaxed);
+  atomic_store_explicit(at, kEmpty, memory_order_relaxed);
   *size = field;
   *stamp = StampOf(word);
   const uint64_t clock = atomic_load_explicit(&g_census_clock, memory_order_relaxed);
-  CountOwnFreed(c, field, FreedBook(clock, *stamp));
+  CountOwnFreedAt(c, field, BookAt(c, FreedBits(clock, word)));
   return 1;
 }
 
 int LeakboundHeapOnFreeFast(const void *block, LeakboundHeapTaken *taken) {
   ThreadCounters *c = t_state.own;
   if (LB_UNLIKELY(c == NULL)) return -1;
-  Chunk *chunk;
-  size_t i;
-  const int took = FreeFast((uintptr_t)block, c, &taken->size, &taken->epoch, &chunk, &i);
+  _Atomic uint16_t *site;
+  const int took = FreeFast((uintptr_t)block, c, &taken->size, &taken->epoch, &site);
   if (took <= 0) return took;
-  taken->site = atomic_load_explicit(&chunk->site[i], memory_order_relaxed);
-  if (taken->site != 0) atomic_store_explicit(&chunk->site[i], 0, memory_order_relaxed);
+  taken->site = atomic_load_explicit(site, memory_order_relaxed);
+  if (taken->site != 0) atomic_store_explicit(site, 0, memory_order_relaxed);
   taken->found = 1;
   taken->slot = c->slot1;
   return 1;
@@ -852,11 +918,10 @@ int LeakboundHeapOnFreeFast(const void *block, LeakboundHeapTaken *taken) {
 int LeakboundHeapOnFreeFastSiteless(const void *block) {
   ThreadCounters *c = t_state.own;
   if (LB_UNLIKELY(c == NULL)) return 0;
-  Chunk *chunk;
-  size_t i;
+  _Atomic uint16_t *site;
   uint64_t size;
   unsigned stamp;
-  return FreeFast((uintptr_t)block, c, &size, &stamp, &chunk, &i) >= 0; /* 0: none to take */
+  return FreeFast((uintptr_t)block, c, &size, &stamp, &site) >= 0; /* 0: none to take */
 }
 
 int LeakboundHeapSlotsUsed(void) {
@@ -958,19 +1023,27 @@ int leakbound_heap_excluded(void) { return t_state.exclude_depth > 0; }
 
 void leakbound_heap_set_counting(int on) {
   if (on) {
-    atomic_fetch_and(&g_gate, ~kGatePaused);
+    atomic_fetch_and(&g_census_clock, ~(uint64_t)kGatePaused);
   } else {
-    atomic_fetch_or(&g_gate, kGatePaused);
+    atomic_fetch_or(&g_census_clock, (uint64_t)kGatePaused);
   }
 }
 
-int leakbound_heap_counting(void) { return !(atomic_load(&g_gate) & kGatePaused); }
+int leakbound_heap_counting(void) { return !(atomic_load(&g_census_clock) & kGatePaused); }
 
 void LeakboundHeapHoldFastPath(int hold) {
   if (hold) {
-    atomic_fetch_or(&g_gate, kGateHeld);
+    atomic_fetch_or(&g_census_clock, (uint64_t)kGateHeld);
   } else {
-    atomic_fetch_and(&g_gate, ~kGateHeld);
+    atomic_fetch_and(&g_census_clock, ~(uint64_t)kGateHeld);
+  }
+}
+
+/* Moves the census clock to `stamp`, keeping the gate's bits as they are. */
+static void SetClock(unsigned stamp) {
+  uint64_t clock = atomic_load(&g_census_clock);
+  while (!atomic_compare_exchange_weak(&g_census_clock, &clock,
+                                       ClockOf(stamp) | (clock & (uint64_t)kGateBits))) {
   }
 }
 
@@ -1003,20 +1076,22 @@ void leakbound_heap_census_start(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
   /* A block of the old generation is freed into the older cohort from the moment the clock
    * moves (so first), and the sums of the cohorts then are the new census's origin. */
-  const uint64_t started = ClockOf(((((unsigned)clock >> 8) + 1) & 0xff) << 8);
-  atomic_store(&g_census_clock, started);
-  SumCohorts(started, g_born_origin, g_census_origin);
+  const unsigned started = (((CurrentEpoch(clock) >> 8) + 1) & 0xff) << 8;
+  SetClock(started);
+  SumCohorts(ClockOf(started), g_born_origin, g_census_origin);
 }
 
 int leakbound_heap_next_cohort(void) {
   const uint64_t clock = atomic_load(&g_census_clock);
-  const unsigned cohort = (unsigned)clock & 0xff;
+  const unsigned cohort = CurrentEpoch(clock) & 0xff;
   if (cohort + 1 >= (unsigned)kOlderCohort) return (int)cohort; /* the last takes what follows */
-  atomic_store(&g_census_clock, ClockOf((CurrentEpoch(clock) & ~0xffu) | (cohort + 1)));
+  SetClock((CurrentEpoch(clock) & ~0xffu) | (cohort + 1));
   return (int)cohort + 1;
 }
 
-int leakbound_heap_cohort_now(void) { return (int)(atomic_load(&g_census_clock) & 0xff); }
+int leakbound_heap_cohort_now(void) {
+  return (int)(CurrentEpoch(atomic_load(&g_census_clock)) & 0xff);
+}
 
 int leakbound_heap_census(leakbound_heap_cohort *out, int capacity) {
   leakbound_heap_cohort born[kCohorts], freed[kCohorts];

@@ -71,18 +71,27 @@ __attribute__((noinline)) void* LeakboundJobClockSampleReturning(void* block) {
   return block;
 }
 
+/* The general path without call sites (a block allocated while they are being switched on gets
+ * none, as one on the common path just before). */
+static __attribute__((noinline)) void* SitelessAllocGeneral(void* block, uint64_t size) {
+  CountedSiteless(block, size);
+  return block;
+}
+
 /* The same without call sites: the core's common path, else, while the job's clock holds the
  * fast paths (a process that marks no step yet: a PyTorch program's whole import), the same
- * path past the hold and the clock's test; else the general one. */
+ * path past the hold and the clock's test; else the general one. pc is not read: no register
+ * keeps it. */
 static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessAllocBlock(
     void* block, uint64_t size, uintptr_t pc) {
+  (void)pc;
   unsigned stamp;
   int slot;
   if (__builtin_expect(LeakboundHeapOnAllocFast(block, size, 0, &stamp, &slot), 1)) return block;
   if (LeakboundHeapOnAllocFastInHold(block, size, 0, &stamp, &slot)) {
     return LeakboundJobClockMoved() ? LeakboundJobClockSampleReturning(block) : block;
   }
-  return LeakboundAllocGeneral(block, size, pc);
+  return SitelessAllocGeneral(block, size);
 }
 
 static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
