@@ -82,9 +82,7 @@ static __attribute__((noinline)) void* SitelessAllocGeneral(void* block, uint64_
  * fast paths (a process that marks no step yet: a PyTorch program's whole import), the same
  * path past the hold and the clock's test; else the general one. pc is not read: no register
  * keeps it. */
-static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessAllocBlock(
-    void* block, uint64_t size, uintptr_t pc) {
-  (void)pc;
+static inline __attribute__((always_inline)) void* SitelessCounted(void* block, uint64_t size) {
   unsigned stamp;
   int slot;
   if (__builtin_expect(LeakboundHeapOnAllocFast(block, size, 0, &stamp, &slot), 1)) return block;
@@ -92,6 +90,19 @@ static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessAllocBlock(
     return LeakboundJobClockMoved() ? LeakboundJobClockSampleReturning(block) : block;
   }
   return SitelessAllocGeneral(block, size);
+}
+
+static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessAllocBlock(
+    void* block, uint64_t size, uintptr_t pc) {
+  (void)pc;
+  return SitelessCounted(block, size);
+}
+
+/* malloc's whole path without call sites (malloc jumps to it). */
+static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessMalloc(size_t size) {
+  void* block = __libc_malloc(size);
+  if (__builtin_expect(block == NULL, 0)) return NULL;
+  return SitelessCounted(block, size);
 }
 
 static inline void Forgotten(void* block, LeakboundHeapTaken taken) {
@@ -145,7 +156,11 @@ static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void SitelessFreeBlo
  * once every object is relocated). */
 typedef void* (*AllocPath)(void* block, uint64_t size, uintptr_t pc);
 typedef void (*FreePath)(void* block);
+typedef void* (*MallocPath)(size_t size);
 static _Atomic(AllocPath) g_alloc_path = SitelessAllocBlock;
+/* malloc's own: glibc's malloc and the counting path in one function, which malloc jumps to
+ * (the return address is its caller's), so that malloc is one jump. */
+static _Atomic(MallocPath) g_malloc_path = SitelessMalloc;
 static _Atomic(FreePath) g_free_path = SitelessFreeBlock;
 
 void LeakboundHooksSitesOn(void) {
@@ -155,6 +170,7 @@ void LeakboundHooksSitesOn(void) {
   atomic_store_explicit(&g_free_path, LeakboundSiteFreeBlock, memory_order_release);
   __atomic_store_n(&g_leakbound_sites_on, 1, __ATOMIC_RELEASE);
   atomic_store_explicit(&g_alloc_path, LeakboundSiteAllocBlock, memory_order_release);
+  atomic_store_explicit(&g_malloc_path, LeakboundSiteMalloc, memory_order_release);
 }
 
 /* A block glibc's malloc just returned (not NULL), counted and returned: the last call of the
@@ -199,11 +215,10 @@ static void* MemalignAt(size_t alignment, size_t size, uintptr_t pc) {
 /* The return address is read after the real malloc (from the frame, where it stays), so that
  * no register holds it across the call. */
 /* malloc and operator new keep no frame pointer: their general path, reached by a tail call,
- * keeps one right below their return address (LeakboundSiteAllocBlock's declaration). */
+ * keeps one right below their return address (LeakboundSiteAllocBlock's declaration). malloc is
+ * one jump to its whole path (g_malloc_path), which keeps none either. */
 LB_EXPORT LB_HOOK_FRAMELESS void* malloc(size_t size) {
-  void* block = __libc_malloc(size);
-  if (__builtin_expect(block == NULL, 0)) return NULL;
-  return AllocBlock(block, size, PC());
+  return atomic_load_explicit(&g_malloc_path, memory_order_acquire)(size);
 }
 
 LB_EXPORT __attribute__((flatten)) LB_HOOK_FRAMELESS void free(void* block) {

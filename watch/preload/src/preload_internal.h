@@ -92,6 +92,9 @@ LB_HIDDEN void LeakboundFreeGeneral(void* block);
  * (front_end.c), by a tail call again, which keeps its frame pointer: the stack scan's chain of
  * frames then finds the allocating call's return address right above that frame. */
 LB_HIDDEN void* LeakboundSiteAllocBlock(void* block, uint64_t size, uintptr_t pc);
+/* malloc's whole path with call sites on (malloc jumps to it): glibc's malloc, then
+ * LeakboundSiteAllocBlock's path inlined, its pc the return address malloc's jump left. */
+LB_HIDDEN void* LeakboundSiteMalloc(size_t size);
 LB_HIDDEN void* LeakboundAllocGeneral(void* block, uint64_t size, uintptr_t pc);
 
 /* Reporting side (the marker, never a hook): visits every site whose survivors changed since

@@ -487,8 +487,8 @@ static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* SiteAllocHeld(
 }
 
 /* No frame pointer, and nothing but tail calls: see LeakboundSiteAllocBlock's declaration. */
-__attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteAllocBlock(
-    void* block, uint64_t size, uintptr_t pc) {
+static inline __attribute__((always_inline)) void* SiteAllocBlock(void* block, uint64_t size,
+                                                                  uintptr_t pc) {
   /* The site's first probe only (the table's other slots: LeakboundSiteFor). */
   const size_t at = (size_t)(((uint64_t)pc * 0x9E3779B97F4A7C15ull) >> (64 - kSiteBits));
   if (__builtin_expect(atomic_load_explicit(&g_sites[at].pc, memory_order_relaxed) != pc, 0)) {
@@ -504,6 +504,20 @@ __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteAllocBlo
     return SiteAllocBusyReturning(site, (uint32_t)slot, block, (int64_t)size, stamp, pc);
   }
   return block;
+}
+
+__attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteAllocBlock(
+    void* block, uint64_t size, uintptr_t pc) {
+  return SiteAllocBlock(block, size, pc);
+}
+
+/* malloc jumped here, so the return address is its caller's (read after glibc's malloc, from the
+ * stack, where it stays: no register keeps it across the call). */
+__attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteMalloc(size_t size) {
+  void* block = __libc_malloc(size);
+  if (__builtin_expect(block == NULL, 0)) return NULL;
+  return SiteAllocBlock(
+      block, size, (uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 int LeakboundSiteUncountedFast(void* block) {
