@@ -56,7 +56,7 @@ static inline void Counted(void* block, uint64_t size, uintptr_t pc) {
 }
 
 /* The general allocation path of malloc and operator new, which reach it by tail calls
- * (LeakboundSiteAllocBlock's declaration): returns the block. */
+ * (LeakboundSiteMalloc's declaration): returns the block. */
 __attribute__((noinline)) void* LeakboundAllocGeneral(void* block, uint64_t size, uintptr_t pc) {
   if (__builtin_expect(g_leakbound_sites_on, 1)) {
     CountedAtSite(block, size, pc);
@@ -92,10 +92,16 @@ static inline __attribute__((always_inline)) void* SitelessCounted(void* block, 
   return SitelessAllocGeneral(block, size);
 }
 
-static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessAllocBlock(
-    void* block, uint64_t size, uintptr_t pc) {
-  (void)pc;
-  return SitelessCounted(block, size);
+static __attribute__((noinline, cold)) void* RealNew(const char* name, size_t size);
+
+void* LeakboundNewFailed(size_t bytes) { return RealNew("_Znwm", bytes); }
+
+/* operator new(size_t)'s whole path without call sites (it jumps to it). */
+static __attribute__((noinline)) LB_HOOK_FRAMELESS void* SitelessNew(size_t size) {
+  const size_t bytes = size + (size == 0);
+  void* block = __libc_malloc(bytes);
+  if (__builtin_expect(block == NULL, 0)) return LeakboundNewFailed(bytes);
+  return SitelessCounted(block, bytes);
 }
 
 /* malloc's whole path without call sites (malloc jumps to it). */
@@ -149,34 +155,27 @@ static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void SitelessFreeBlo
   }
 }
 
-/* The counting paths the hooks jump to: without call sites until the marker switches them on
+/* The paths the hooks jump to: without call sites until the marker switches them on
  * (LeakboundSitesStart, one way), then with them; one indirect jump in each hook where a load,
  * a test and a jump chose them. Initialised statically: the library's relocations are applied
  * before anything in the process can call its malloc (ld.so moves to the process's malloc only
- * once every object is relocated). */
-typedef void* (*AllocPath)(void* block, uint64_t size, uintptr_t pc);
+ * once every object is relocated). malloc's and operator new's are their whole paths, glibc's
+ * malloc and the counting in one function, which the hook jumps to (the return address is its
+ * caller's); free's follows glibc's free. */
 typedef void (*FreePath)(void* block);
 typedef void* (*MallocPath)(size_t size);
-static _Atomic(AllocPath) g_alloc_path = SitelessAllocBlock;
-/* malloc's own: glibc's malloc and the counting path in one function, which malloc jumps to
- * (the return address is its caller's), so that malloc is one jump. */
 static _Atomic(MallocPath) g_malloc_path = SitelessMalloc;
+static _Atomic(MallocPath) g_new_path = SitelessNew; /* operator new(size_t)'s, the same way */
 static _Atomic(FreePath) g_free_path = SitelessFreeBlock;
 
 void LeakboundHooksSitesOn(void) {
   /* Release: a thread that sees a later store sees the ones before it (x86-64: plain stores and
-   * loads either way). A block with a site is made only after one of the later two is seen, and
+   * loads either way). A block with a site is made only after one of the later three is seen, and
    * reaches a free through the program's own hand-over, which orders the free path's load. */
   atomic_store_explicit(&g_free_path, LeakboundSiteFreeBlock, memory_order_release);
   __atomic_store_n(&g_leakbound_sites_on, 1, __ATOMIC_RELEASE);
-  atomic_store_explicit(&g_alloc_path, LeakboundSiteAllocBlock, memory_order_release);
   atomic_store_explicit(&g_malloc_path, LeakboundSiteMalloc, memory_order_release);
-}
-
-/* A block glibc's malloc just returned (not NULL), counted and returned: the last call of the
- * allocation hooks, in tail position. */
-static inline void* AllocBlock(void* block, uint64_t size, uintptr_t pc) {
-  return atomic_load_explicit(&g_alloc_path, memory_order_acquire)(block, size, pc);
+  atomic_store_explicit(&g_new_path, LeakboundSiteNew, memory_order_release);
 }
 
 static inline void FreeBlock(void* block) {
@@ -212,11 +211,10 @@ static void* MemalignAt(size_t alignment, size_t size, uintptr_t pc) {
   return block;
 }
 
-/* The return address is read after the real malloc (from the frame, where it stays), so that
- * no register holds it across the call. */
-/* malloc and operator new keep no frame pointer: their general path, reached by a tail call,
- * keeps one right below their return address (LeakboundSiteAllocBlock's declaration). malloc is
- * one jump to its whole path (g_malloc_path), which keeps none either. */
+/* malloc and operator new are one jump each to their whole paths (g_malloc_path, g_new_path),
+ * which read the return address after the real malloc (from the stack, where it stays, so that no
+ * register holds it across the call) and keep no frame pointer: their general path, reached by a
+ * tail call, keeps one right below the return address (LeakboundSiteMalloc's declaration). */
 LB_EXPORT LB_HOOK_FRAMELESS void* malloc(size_t size) {
   return atomic_load_explicit(&g_malloc_path, memory_order_acquire)(size);
 }
@@ -298,7 +296,7 @@ static __thread int t_in_program_delete;
 
 static __attribute__((noinline, cold)) void ResolveProgramOperators(void);
 
-static __attribute__((noinline, cold)) void* RealNew(const char* name, size_t size) {
+static void* RealNew(const char* name, size_t size) {
   NewFn real = (NewFn)dlsym(RTLD_NEXT, name);
   return real ? real(size) : NULL;
 }
@@ -327,13 +325,11 @@ static inline void DeleteOf(void* block) {
     DeleteResolving(block);
   }
 }
-/* As malloc; the size a block of 0 bytes is counted with, 1, is what the real operator new is
- * asked for when glibc has none (new(0) and new(1) both return a unique block). */
+/* As malloc, one jump to its whole path (SitelessNew, LeakboundSiteNew); the size a block of 0
+ * bytes is counted with, 1, is what the real operator new is asked for when glibc has none
+ * (new(0) and new(1) both return a unique block). */
 LB_EXPORT LB_HOOK_FRAMELESS void* _Znwm(size_t size) {
-  const size_t bytes = size + (size == 0);
-  void* block = __libc_malloc(bytes);
-  if (__builtin_expect(block == NULL, 0)) return RealNew("_Znwm", bytes);
-  return AllocBlock(block, bytes, PC());
+  return atomic_load_explicit(&g_new_path, memory_order_acquire)(size);
 }
 LB_EXPORT void* _Znam(size_t size) {
   if (!atomic_load_explicit(&g_operators_resolved, memory_order_acquire)) ResolveProgramOperators();

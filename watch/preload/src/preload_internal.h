@@ -75,7 +75,7 @@ LB_HIDDEN int LeakboundSiteUncountedFast(void* block);
 LB_HIDDEN void LeakboundSiteFreeBlock(void* block);
 /* The hooks' common paths keep no frame pointer (the library is built with them, for the stack
  * scan): free's never calls anything but glibc, and the allocation hooks' general path, reached
- * by tail calls, keeps one (LeakboundSiteAllocBlock). */
+ * by tail calls, keeps one (LeakboundSiteMalloc). */
 /* Only when the library is built with link-time optimisation: the core's paths are inlined into
  * the counting paths, no local's address escapes, and their calls of the general path are tail
  * calls. Without it a counting path calls the general path as any call, and its own frame pointer
@@ -86,15 +86,17 @@ LB_HIDDEN void LeakboundSiteFreeBlock(void* block);
 #define LB_HOOK_FRAMELESS
 #endif
 LB_HIDDEN void LeakboundFreeGeneral(void* block);
-/* The allocation hooks' path after glibc's malloc, with call sites on: the block's record and its
- * site's books; returns the block. The hook reaches it by a tail call, and its common path calls
- * nothing, so neither keeps a frame; a block or site it cannot take goes to LeakboundAllocGeneral
- * (front_end.c), by a tail call again, which keeps its frame pointer: the stack scan's chain of
- * frames then finds the allocating call's return address right above that frame. */
-LB_HIDDEN void* LeakboundSiteAllocBlock(void* block, uint64_t size, uintptr_t pc);
-/* malloc's whole path with call sites on (malloc jumps to it): glibc's malloc, then
- * LeakboundSiteAllocBlock's path inlined, its pc the return address malloc's jump left. */
+/* malloc's whole path with call sites on (malloc jumps to it): glibc's malloc, then the block's
+ * record and its site's books; returns the block. Its pc is the return address malloc's jump
+ * left. It keeps no frame (one saved register across glibc's call), and its common path calls
+ * nothing after it; a block or site it cannot take goes to LeakboundAllocGeneral (front_end.c),
+ * by a tail call, which keeps its frame pointer: the stack scan's chain of frames then finds the
+ * allocating call's return address right above that frame. */
 LB_HIDDEN void* LeakboundSiteMalloc(size_t size);
+/* operator new(size_t)'s the same way (a size of 0 asks for 1); a failed glibc malloc goes to
+ * LeakboundNewFailed (the real operator new: its new-handler, or bad_alloc). */
+LB_HIDDEN void* LeakboundSiteNew(size_t size);
+LB_HIDDEN void* LeakboundNewFailed(size_t bytes);
 LB_HIDDEN void* LeakboundAllocGeneral(void* block, uint64_t size, uintptr_t pc);
 
 /* Reporting side (the marker, never a hook): visits every site whose survivors changed since

@@ -468,7 +468,7 @@ static __attribute__((noinline)) void* SiteAllocBusyReturning(uint32_t site, uin
   return block;
 }
 
-/* LeakboundSiteAllocBlock while the job's clock holds the core's fast paths (a process that marks
+/* SiteAllocBlock while the job's clock holds the core's fast paths (a process that marks
  * no step yet: a PyTorch program's whole import): the same past the hold, then the clock's test;
  * else the general path. */
 static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* SiteAllocHeld(void* block,
@@ -486,7 +486,7 @@ static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* SiteAllocHeld(
   return LeakboundJobClockMoved() ? LeakboundJobClockSampleReturning(block) : block;
 }
 
-/* No frame pointer, and nothing but tail calls: see LeakboundSiteAllocBlock's declaration. */
+/* No frame pointer, and nothing but tail calls: see LeakboundSiteMalloc's declaration. */
 static inline __attribute__((always_inline)) void* SiteAllocBlock(void* block, uint64_t size,
                                                                   uintptr_t pc) {
   /* The site's first probe only (the table's other slots: LeakboundSiteFor). */
@@ -506,11 +506,6 @@ static inline __attribute__((always_inline)) void* SiteAllocBlock(void* block, u
   return block;
 }
 
-__attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteAllocBlock(
-    void* block, uint64_t size, uintptr_t pc) {
-  return SiteAllocBlock(block, size, pc);
-}
-
 /* malloc jumped here, so the return address is its caller's (read after glibc's malloc, from the
  * stack, where it stays: no register keeps it across the call). */
 __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteMalloc(size_t size) {
@@ -518,6 +513,14 @@ __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteMalloc(s
   if (__builtin_expect(block == NULL, 0)) return NULL;
   return SiteAllocBlock(
       block, size, (uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0)));
+}
+
+__attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void* LeakboundSiteNew(size_t size) {
+  const size_t bytes = size + (size == 0);
+  void* block = __libc_malloc(bytes);
+  if (__builtin_expect(block == NULL, 0)) return LeakboundNewFailed(bytes);
+  return SiteAllocBlock(
+      block, bytes, (uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 int LeakboundSiteUncountedFast(void* block) {
