@@ -382,6 +382,10 @@ typedef struct Mapping {
   unsigned stamp; /* the census stamp of its birth (LeakboundHeapEpochNow) */
 } Mapping;
 static Mapping g_maps[kMaps];
+/* Slots [0, g_maps_end) have held a mapping (under the lock): what munmap and mremap scan. The
+ * whole table was 4,096 slots a scan: 8.5 M instructions in the 200-step PyTorch MLP (callgrind),
+ * 3% of the preload's. */
+static int g_maps_end;
 static _Atomic uint64_t g_mapped_bytes;
 static _Atomic uint64_t g_mapped_dropped;
 static atomic_flag g_maps_lock = ATOMIC_FLAG_INIT;
@@ -421,6 +425,7 @@ static void MapInsertLocked(uintptr_t start, uintptr_t length, uint32_t site, un
   if (length == 0) return;
   for (int i = 0; i < kMaps; ++i) {
     if (atomic_load_explicit(&g_maps[i].start, memory_order_relaxed) == 0) {
+      if (i >= g_maps_end) g_maps_end = i + 1;
       g_maps[i].site = site;
       g_maps[i].stamp = stamp;
       atomic_store(&g_maps[i].length, length);
@@ -439,7 +444,7 @@ static void MapInsertLocked(uintptr_t start, uintptr_t length, uint32_t site, un
 static int MapRemoveLocked(uintptr_t start, uintptr_t length, uint32_t* site, unsigned* stamp) {
   uintptr_t end = start + length;
   int overlapped = 0;
-  for (int i = 0; i < kMaps; ++i) {
+  for (int i = 0; i < g_maps_end; ++i) {
     uintptr_t s = atomic_load_explicit(&g_maps[i].start, memory_order_relaxed);
     if (s == 0) continue;
     uintptr_t e = s + atomic_load_explicit(&g_maps[i].length, memory_order_relaxed);
@@ -552,6 +557,7 @@ uint64_t LeakboundMappedBytes(void) { return atomic_load(&g_mapped_bytes); }
 __attribute__((constructor(102))) static void InitPreloadFrontEnd(void) {
   /* The core's own allocation table (mmap'd in its constructor) is not the program's. */
   for (int i = 0; i < kMaps; ++i) atomic_store(&g_maps[i].start, 0);
+  g_maps_end = 0;
   atomic_store(&g_mapped_bytes, 0);
   pthread_atfork(NULL, NULL, MapsAfterForkInChild);
   void* (*volatile process_malloc)(size_t) = &malloc;
