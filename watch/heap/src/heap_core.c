@@ -157,15 +157,13 @@ typedef struct ThreadState {
   ThreadCounters *counters;
   int exclude_depth;
   uintptr_t chunk_stretch; /* key >> kChunkBits of the chunk below; kNoStretch: none */
-  /* The chunk this thread last found (chunks are never unmapped), less StretchBias(chunk_stretch):
-   * the record word of key is at words_bias + 4 * (key >> kGranuleShift), one shift and an
-   * indexed load (FindRecord). */
-  uintptr_t words_bias;
-  struct Chunk *chunk; /* that chunk itself, for the sites */
+  struct Chunk *chunk;     /* the chunk this thread last found (never NULL while chunk_stretch
+                            * names one): chunks are never unmapped */
 } ThreadState;
 /* No key's stretch (keys are below 2^47): chunk_stretch's value while it names no chunk, so that
- * a hit never needs to test the chunk for NULL. */
+ * a hit never needs to test the chunk for NULL; kUpdating, while a miss replaces the cache. */
 #define kNoStretch UINTPTR_MAX
+#define kUpdating (UINTPTR_MAX - 1)
 
 /* A region's directory: one pointer per chunk of records, NULL until a block is recorded in its
  * stretch of address (4 KiB). */
@@ -287,9 +285,9 @@ static inline ThreadCounters *CountingCounters(void) {
 }
 
 
-/* A record's birth stamp is the census clock's low 16 bits when it was allocated: the census
- * generation (bits 8..15) and the cohort (bits 0..7). A block of an earlier census (another
- * generation) is freed into the older cohort (FreedBook). */
+/* A record's birth stamp is the census clock's stamp when it was allocated (the clock's bits
+ * 3..18, CurrentEpoch): the census generation (the stamp's bits 8..15) and the cohort (0..7). A
+ * block of an earlier census (another generation) is freed into the older cohort (FreedBook). */
 static inline unsigned CurrentEpoch(uint64_t clock) {
   return ((unsigned)clock >> kStampShift) & 0xffff;
 }
@@ -434,11 +432,6 @@ static inline size_t ChunkOf(uintptr_t key) {
 
 /* A chunk's address less its stretch's first record index times 4 (the record words are the
  * chunk's first array): what a key's index times 4 adds back. */
-_Static_assert(offsetof(Chunk, word) == 0, "StretchBias: the words first");
-static inline uintptr_t StretchBias(uintptr_t stretch) {
-  return ((stretch << kChunkBits) >> kGranuleShift) * sizeof(uint32_t);
-}
-
 static inline size_t RecordIndex(uintptr_t key) {
   return (key & (((uintptr_t)1 << kChunkBits) - 1)) >> kGranuleShift;
 }
@@ -454,14 +447,16 @@ static inline Chunk *FindChunkMissed(uintptr_t key) {
   Directory *directory = atomic_load_explicit(&g_regions[RegionOf(key)], memory_order_acquire);
   if (LB_UNLIKELY(directory == NULL)) return NULL;
   Chunk *chunk = atomic_load_explicit(&directory->chunks[ChunkOf(key)], memory_order_acquire);
-  if (chunk != NULL) {
-    /* A signal handler's malloc on this thread may run between any two of these stores: it sees
-     * no stretch, or the new one with its chunk, never a stretch with another's chunk. */
+  /* A signal handler's malloc on this thread may run between any two of these stores. The
+   * stretch says kUpdating meanwhile, which no key's stretch is, so the handler misses and, seeing
+   * an update under way, leaves the cache to it (its own record comes from the chunk it found);
+   * a handler that ran before the first store has finished its update, which this one overwrites
+   * whole. */
+  if (chunk != NULL && t_state.chunk_stretch != kUpdating) {
     const uintptr_t stretch = key >> kChunkBits;
-    t_state.chunk_stretch = kNoStretch;
+    t_state.chunk_stretch = kUpdating;
     atomic_signal_fence(memory_order_seq_cst);
     t_state.chunk = chunk;
-    t_state.words_bias = (uintptr_t)chunk - StretchBias(stretch);
     atomic_signal_fence(memory_order_seq_cst);
     t_state.chunk_stretch = stretch;
   }
@@ -469,22 +464,27 @@ static inline Chunk *FindChunkMissed(uintptr_t key) {
 }
 
 /* key's record: its word and its site in the chunk that holds them, and 1; 0 when that chunk is
- * not mapped (or key is at or above 2^47). From the thread's chunk (found now on a miss, out of
- * line): one shift and an indexed address (RecordIndex's mask and the chunk's base fold into the
- * cached biases). */
+ * not mapped (or key is at or above 2^47). From the thread's chunk on a hit: a compare, a load,
+ * and an indexed address. */
 static inline int FindRecord(uintptr_t key, _Atomic uint32_t **word, _Atomic uint16_t **site) {
-  if (LB_UNLIKELY((key >> kChunkBits) != t_state.chunk_stretch) &&
-      FindChunkMissed(key) == NULL) {
-    return 0;
+  Chunk *chunk;
+  if (LB_LIKELY((key >> kChunkBits) == t_state.chunk_stretch)) {
+    /* A signal handler's malloc between the test and this load can leave another chunk here
+     * (never NULL): the index stays inside it (RecordIndex's mask), so such a race at worst
+     * touches a record of that chunk, never memory outside the tables. */
+    chunk = t_state.chunk;
+    if (chunk == NULL) __builtin_unreachable(); /* the callers' NULL tests go on a hit */
+  } else {
+    chunk = FindChunkMissed(key); /* found now, not read back from the cache */
+    if (LB_UNLIKELY(chunk == NULL)) return 0;
   }
-  const uintptr_t index = key >> kGranuleShift;
-  *word = (_Atomic uint32_t *)(t_state.words_bias + index * sizeof(uint32_t));
-  *site = &t_state.chunk->site[RecordIndex(key)]; /* read by the call-site paths only */
+  *word = &chunk->word[RecordIndex(key)];
+  *site = &chunk->site[RecordIndex(key)]; /* read by the call-site paths only */
   return 1;
 }
 
 /* Writes a zero into each page of [table, table + bytes) of a table not yet published, so that
- * its pages are mapped by a write. A page first read (FindChunk's directory load, a record word's
+ * its pages are mapped by a write. A page first read (FindChunkMissed's directory load, a record word's
  * check for a stale record) maps the kernel's shared zero page, and the first store after that
  * copies it and flushes the TLB of every CPU that runs one of the program's threads: an
  * inter-processor interrupt per page: ~3,100 such faults in `import torch` under watch, ~45 ms
@@ -736,7 +736,8 @@ static __attribute__((noinline)) int OnAllocSlow(const void *block, uint64_t siz
 
 /* The common path: a counting thread with its own slot, a mapped region, an empty record; all or
  * nothing (0: nothing done, the caller takes OnAllocSlow; 1: done, *slot is the thread's slot + 1).
- * The census clock is read once and its low 16 bits are the block's birth stamp (*stamp).
+ * The census clock is read once: its stamp is the block's birth stamp (*stamp), its gate's bits
+ * say whether this path may record.
  * sites_said: the caller said that records hold sites (LeakboundHeapSitesStored), so a site is
  * stored without setting g_sites_stored. gate: the gate's bits that stop it (kGateHeld is left
  * out by the general paths: a hold only sends the front end's allocations to its own general

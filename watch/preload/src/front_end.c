@@ -161,7 +161,7 @@ static __attribute__((noinline, flatten)) LB_HOOK_FRAMELESS void SitelessFreeBlo
  * before anything in the process can call its malloc (ld.so moves to the process's malloc only
  * once every object is relocated). malloc's and operator new's are their whole paths, glibc's
  * malloc and the counting in one function, which the hook jumps to (the return address is its
- * caller's); free's follows glibc's free. */
+ * caller's); free's books the block, then calls glibc's free. */
 typedef void (*FreePath)(void* block);
 typedef void* (*MallocPath)(size_t size);
 static _Atomic(MallocPath) g_malloc_path = SitelessMalloc;

@@ -88,10 +88,10 @@ LB_HIDDEN void LeakboundSiteFreeBlock(void* block);
 LB_HIDDEN void LeakboundFreeGeneral(void* block);
 /* malloc's whole path with call sites on (malloc jumps to it): glibc's malloc, then the block's
  * record and its site's books; returns the block. Its pc is the return address malloc's jump
- * left. It keeps no frame (one saved register across glibc's call), and its common path calls
- * nothing after it; a block or site it cannot take goes to LeakboundAllocGeneral (front_end.c),
- * by a tail call, which keeps its frame pointer: the stack scan's chain of frames then finds the
- * allocating call's return address right above that frame. */
+ * left. It keeps no frame pointer (it saves registers across glibc's call), and its common path
+ * calls nothing after it; a block or site it cannot take goes to LeakboundAllocGeneral
+ * (front_end.c), by a tail call, which keeps its frame pointer: the stack scan's chain of frames
+ * then finds the allocating call's return address right above that frame. */
 LB_HIDDEN void* LeakboundSiteMalloc(size_t size);
 /* operator new(size_t)'s the same way (a size of 0 asks for 1); a failed glibc malloc goes to
  * LeakboundNewFailed (the real operator new: its new-handler, or bad_alloc). */
