@@ -308,14 +308,24 @@ static inline unsigned Book(uint64_t clock, unsigned cohort) {
 /* The book of a block stamped at `clock`: its birth cohort, FreedBook(clock, CurrentEpoch(clock)). */
 static inline unsigned BirthBook(uint64_t clock) { return CurrentEpoch(clock) & 0x1ff; }
 
-/* Where a block born at `stamp` is booked when freed at `clock`: its birth cohort in the books of
- * the clock's generation, or the older cohort when it was born in an earlier generation. With 256
- * cohorts a generation, a stamp of the clock's own generation is its book's number (the
- * generation's low bit, then the cohort), so the common case is a test and a mask. */
-_Static_assert(kCohorts == 256, "FreedBook: a stamp's low 9 bits are its book");
+/* Where a block is booked when freed at `clock`, from its record word's bits as they are (or a
+ * stamp in their place): its birth cohort in the books of the clock's generation, or the older
+ * cohort when it was born in an earlier generation. With 256 cohorts a generation, a stamp of the
+ * clock's own generation is its book's number (the generation's low bit, then the cohort), so
+ * the common case is a test; the book's number is then in bits 3..11 (BookAt). */
+_Static_assert(kCohorts == 256, "FreedBits: a stamp's low 9 bits are its book");
+static inline uint32_t FreedBits(uint64_t clock, uint32_t word) {
+  uint32_t bits = word;
+  if (LB_UNLIKELY((((uint32_t)clock ^ word) & (0xff00u << kStampShift)) != 0)) {
+    bits = ((uint32_t)clock & (0x100u << kStampShift)) | (uint32_t)kOlderCohort << kStampShift;
+    __asm__("" : "+r"(bits)); /* a branch, not a conditional move of both: rarely taken */
+  }
+  return bits;
+}
+
+/* FreedBits for a block born at `stamp` (LeakboundHeapTaken.epoch): its book's number. */
 static inline unsigned FreedBook(uint64_t clock, unsigned stamp) {
-  return LB_LIKELY(((stamp ^ CurrentEpoch(clock)) & 0xff00) == 0) ? (stamp & 0x1ff)
-                                                                   : Book(clock, kOlderCohort);
+  return (FreedBits(clock, (uint32_t)stamp << kStampShift) >> kStampShift) & 0x1ff;
 }
 
 /* The common paths' books, from a record word or a clock as they are (the stamp's low 9 bits,
@@ -324,16 +334,6 @@ static inline unsigned FreedBook(uint64_t clock, unsigned stamp) {
 _Static_assert(sizeof(BookCounts) == 32 && kStampShift == 3, "BookAt: the bits' scale");
 static inline BookCounts *BookAt(ThreadCounters *c, uint32_t bits) {
   return (BookCounts *)((char *)c->books + (size_t)(bits & (0x1ffu << kStampShift)) * 4);
-}
-
-/* FreedBook's bits for a record word freed at `clock`: its own, or the older cohort's. */
-static inline uint32_t FreedBits(uint64_t clock, uint32_t word) {
-  uint32_t bits = word;
-  if (LB_UNLIKELY((((uint32_t)clock ^ word) & (0xff00u << kStampShift)) != 0)) {
-    bits = ((uint32_t)clock & (0x100u << kStampShift)) | (uint32_t)kOlderCohort << kStampShift;
-    __asm__("" : "+r"(bits)); /* a branch, not a conditional move of both: rarely taken */
-  }
-  return bits;
 }
 
 /* The shared slot's books: locked adds, CAS peak. */
