@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 
 #include "internal.h"
 #include "leakbound/watch/heap.h"
@@ -397,11 +398,13 @@ bool ChannelRing::Read(WatchRecording &recording) {
 // other is closed and the message counted malformed.
 constexpr unsigned kMessagesPerRead = 64;
 bool DrainConnection(int fd, ChannelRing &ring, WatchRecording &recording, bool block) {
-  static std::vector<WatchMessage> messages(kMessagesPerRead);  // 256 KiB, reused
+  // 256 KiB, reused; left uninitialised, so that only the pages a read fills are ever touched
+  // (zeroed, they were 64 of the watcher's page faults in a run that sent a few messages).
+  static const auto messages = std::make_unique_for_overwrite<WatchMessage[]>(kMessagesPerRead);
   struct Control {
     alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int) * 4)];
   };
-  static std::vector<Control> controls(kMessagesPerRead);
+  static const auto controls = std::make_unique_for_overwrite<Control[]>(kMessagesPerRead);
   std::array<iovec, kMessagesPerRead> vectors{};
   std::array<mmsghdr, kMessagesPerRead> headers{};
   for (;;) {
