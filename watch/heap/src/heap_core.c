@@ -430,8 +430,8 @@ static inline size_t ChunkOf(uintptr_t key) {
   return (key >> kChunkBits) & (kChunksPerRegion - 1);
 }
 
-/* A chunk's address less its stretch's first record index times 4 (the record words are the
- * chunk's first array): what a key's index times 4 adds back. */
+/* key's record in its chunk: its granule within the chunk's 256 KiB (the mask keeps any key's
+ * index inside the chunk's arrays). */
 static inline size_t RecordIndex(uintptr_t key) {
   return (key & (((uintptr_t)1 << kChunkBits) - 1)) >> kGranuleShift;
 }
