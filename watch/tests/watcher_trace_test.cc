@@ -19,7 +19,7 @@ WatchRecording Recording(std::uint64_t untracked_at_end) {
     s.time_ns = 1000 * (i + 1);
     s.counters.heap_bytes = 4096;
     s.counters.untracked_allocations = i == 63 ? untracked_at_end : 0;
-    r.samples.push_back(s);
+    r.samples.push_back(std::move(s));
   }
   return r;
 }

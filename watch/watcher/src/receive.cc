@@ -81,10 +81,10 @@ void Consume(const leakbound_watch_record &record, WatchRecording &recording) {
     case LEAKBOUND_WATCH_DEVICE:
       recording.pending.has_device = true;
       std::copy(std::begin(record.values), std::end(record.values),
-                recording.pending.device.begin());
+                recording.pending.MakeDetail().device.begin());
       break;
     case LEAKBOUND_WATCH_COUNTER:
-      if (!text.empty()) recording.pending.framework[text] = record.values[0];
+      if (!text.empty()) recording.pending.MakeDetail().framework[text] = record.values[0];
       break;
     case LEAKBOUND_WATCH_PROBE:
       recording.probe_piece += text;
@@ -152,20 +152,21 @@ void ConsumeSiteBatch(const leakbound_watch_site_batch &batch, size_t size,
   }
   if (batch.kind == LEAKBOUND_WATCH_CENSUS) {
     recording.pending.has_census = true;
+    auto &census = recording.pending.MakeDetail().census;
     for (uint32_t i = 0; i < batch.count; ++i) {
       const leakbound_watch_site_entry &entry = batch.entries[i];
       if (entry.site >= LEAKBOUND_HEAP_COHORTS) {
         ++recording.malformed_records;
         continue;
       }
-      recording.pending.census[entry.site] = {entry.bytes, entry.allocations};
+      census[entry.site] = {entry.bytes, entry.allocations};
     }
     return;
   }
   if (batch.kind == LEAKBOUND_WATCH_SITE_CENSUS) {
+    auto &census = recording.pending.MakeDetail().site_census;
     for (uint32_t i = 0; i < batch.count; ++i) {
       const leakbound_watch_site_entry &entry = batch.entries[i];
-      auto &census = recording.pending.site_census;
       if (entry.reserved == LEAKBOUND_WATCH_SITE_CENSUS_FROM && entry.bytes <= LEAKBOUND_HEAP_COHORTS) {
         census[entry.site].first = static_cast<std::uint32_t>(entry.bytes);
         continue;

@@ -87,9 +87,9 @@ std::optional<std::vector<CensusCohort>> CohortsAt(const std::vector<int> &censu
 std::vector<CensusCohort> SiteCensusAt(const WatchRecording &recording,
                                        const std::vector<int> &census_at, int end,
                                        std::uint32_t site) {
-  const auto &sample = recording.samples[static_cast<size_t>(end)];
-  const auto found = sample.site_census.find(site);
-  if (found == sample.site_census.end()) return {};
+  const auto &site_census = recording.samples[static_cast<size_t>(end)].DetailOrNone().site_census;
+  const auto found = site_census.find(site);
+  if (found == site_census.end()) return {};
   return CohortsAt(census_at, end, found->second.cohorts, found->second.first)
       .value_or(std::vector<CensusCohort>{});
 }
@@ -145,7 +145,8 @@ void AddOutstanding(const WatchRecording &recording, const std::vector<int> &cen
     // it leaks beside a working set (the judge reads its census).
     const bool has_census =
         !census_at.empty() &&
-        recording.samples[static_cast<size_t>(ends.back())].site_census.contains(sites[i]);
+        recording.samples[static_cast<size_t>(ends.back())].DetailOrNone().site_census.contains(
+            sites[i]);
     if (rising || has_census) growing.emplace_back(last > before ? last - before : 0, i);
   }
   // Largest growth first; among equal growths, the larger site id first.
@@ -182,7 +183,8 @@ void AddOutstanding(const WatchRecording &recording, const std::vector<int> &cen
 void AddCensus(const WatchRecording &recording, const std::vector<int> &census_at, Trace &trace) {
   for (int end : BlockEnds(Schedule{trace.warmup_steps, trace.blocks, trace.steps_per_block})) {
     auto cohorts =
-        CohortsAt(census_at, end, recording.samples[static_cast<size_t>(end)].census, 0);
+        CohortsAt(census_at, end,
+                  recording.samples[static_cast<size_t>(end)].DetailOrNone().census, 0);
     if (!cohorts) continue;
     CensusSnapshot snap;
     snap.counter = "host.heap_bytes";
@@ -224,7 +226,7 @@ void AddDeviceCounters(const WatchRecording &recording, Trace &trace) {
   for (size_t i = 0; i < kInfos.size() && i < LEAKBOUND_DEVICE_VALUE_COUNT; ++i) {
     std::vector<std::optional<std::uint64_t>> values;
     for (const WatchSample &s : recording.samples) {
-      values.push_back(s.has_device ? std::optional<std::uint64_t>(s.device[i]) : std::nullopt);
+      values.push_back(s.has_device ? std::optional<std::uint64_t>(s.detail->device[i]) : std::nullopt);
     }
     trace.counters.push_back(Sparse(kInfos[i], "cupti", values));
   }
@@ -236,15 +238,16 @@ void AddDeviceCounters(const WatchRecording &recording, Trace &trace) {
 void AddFrameworkCounters(const WatchRecording &recording, Trace &trace) {
   std::set<std::string> names;
   for (const WatchSample &s : recording.samples) {
-    for (const auto &[name, value] : s.framework) names.insert(name);
+    for (const auto &[name, value] : s.DetailOrNone().framework) names.insert(name);
   }
   std::set<std::string> probes;
   for (const std::string &name : names) {
     const std::string probe = name.substr(0, name.find('.'));
     std::vector<std::optional<std::uint64_t>> values;
     for (const WatchSample &s : recording.samples) {
-      const auto it = s.framework.find(name);
-      values.push_back(it == s.framework.end() ? std::nullopt
+      const auto &framework = s.DetailOrNone().framework;
+      const auto it = framework.find(name);
+      values.push_back(it == framework.end() ? std::nullopt
                                                : std::optional<std::uint64_t>(it->second));
     }
     trace.counters.push_back(Sparse({name, "bytes", true, true, false}, probe, values));
