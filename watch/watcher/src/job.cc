@@ -402,7 +402,9 @@ int RunWatch(const WatchOptions &options) {
       report.meta.steps_per_block = s.trace.steps_per_block;
     }
     reported.push_back(&s);
-    traces.traces.push_back(s.trace);
+    // Moved, not copied (a 20,000-step trace's series are ~2 MB): judged from here on, read by
+    // the trace file's thread and the judging at once, changed by neither.
+    traces.traces.push_back(std::move(s.trace));
   }
   traces.meta = report.meta;
   // trace.json is made beside the judging and report.json: its text and its fsync were the
@@ -418,9 +420,9 @@ int RunWatch(const WatchOptions &options) {
   std::future<reports::PendingFile> trace_made = MadeBehind(make_trace);
   const WatchImage *worst = nullptr;
   int worst_severity = -1;
-  for (Subject *subject : reported) {
-    Subject &s = *subject;
-    reports::WorkloadResult result = Judge(s.trace);
+  for (size_t k = 0; k < reported.size(); ++k) {
+    Subject &s = *reported[k];
+    reports::WorkloadResult result = Judge(traces.traces[k]);
     for (reports::Attribution &row : result.attribution) {
       if (const auto stack = s.stacks.find(row.op); stack != s.stacks.end()) row.stack = stack->second;
     }
@@ -439,11 +441,7 @@ int RunWatch(const WatchOptions &options) {
   if (!options.pprof.empty()) {
     const size_t judged = report.workloads.size();
     for (size_t k = 0; k < traces.traces.size(); ++k) {
-      const Subject *s = nullptr;
-      for (const Subject &candidate : subjects) {
-        if (candidate.trace.subject.name == traces.traces[k].subject.name) s = &candidate;
-      }
-      if (!s) continue;
+      const Subject *s = reported[k];
       fs::path dir = options.pprof;
       if (judged > 1) {
         std::string name = traces.traces[k].subject.name;
