@@ -33,8 +33,9 @@ constexpr std::uint64_t kPackedNumbers = 0x6c62;  // "lb"
 
 template <typename Json>
 Json PackedNumberArray(const std::vector<double>& values) {
-  typename Json::binary_t::container_type bytes(values.size() * sizeof(double));
-  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  // One pass over the bytes (a buffer made to size was zeroed first, then copied over).
+  const auto* first = reinterpret_cast<const std::uint8_t*>(values.data());
+  typename Json::binary_t::container_type bytes(first, first + values.size() * sizeof(double));
   return Json::binary(std::move(bytes), kPackedNumbers);
 }
 
