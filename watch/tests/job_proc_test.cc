@@ -7,8 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "internal.h"
 
@@ -117,6 +120,61 @@ TEST(JobProc, JobProcesses_ListsTheChildrenBelowThisProcessOnly) {
   EXPECT_EQ(found->second, static_cast<std::uint64_t>(::getpid()));
   EXPECT_EQ(job.count(static_cast<std::uint64_t>(::getpid())), 0u);   // not below itself
   EXPECT_EQ(job.count(static_cast<std::uint64_t>(::getppid())), 0u);  // nor its parent
+}
+
+// A child forked by another thread of this process, with a grandchild of its own: the walk down
+// finds both under the thread that forked, and agrees with the pass over every process's parent.
+TEST(JobProc, JobProcesses_FindsGrandchildrenAndChildrenOfOtherThreads) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = -1;
+  std::mutex lock;
+  std::condition_variable checked;
+  bool done = false;
+  // The forking thread stays until the check is over: the child's parent death signal is sent
+  // when the thread that forked it ends.
+  std::thread forker([&] {
+    const pid_t parent = ::getpid();
+    child = ::fork();
+    if (child == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
+      const pid_t middle = ::getpid();
+      const pid_t grandchild = ::fork();
+      if (grandchild == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != middle) ::_exit(1);
+        for (;;) ::pause();
+      }
+      [[maybe_unused]] ssize_t n = ::write(ready[1], &grandchild, sizeof grandchild);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);  // after the fork: a child that dies before it writes ends the read
+    std::unique_lock<std::mutex> held(lock);
+    checked.wait(held, [&] { return done; });
+  });
+  pid_t grandchild = -1;
+  const bool started = ::read(ready[0], &grandchild, sizeof grandchild) == sizeof grandchild;
+  ::close(ready[0]);
+  const auto job = JobProcesses();
+  const auto reference = JobProcessesByParent();
+  {
+    std::lock_guard<std::mutex> held(lock);
+    done = true;
+  }
+  checked.notify_all();
+  forker.join();
+  if (child > 0) {
+    ::kill(child, SIGKILL);  // the grandchild follows (its parent death signal)
+    int status = 0;
+    ::waitpid(child, &status, 0);
+  }
+  ASSERT_TRUE(started && child > 0 && grandchild > 0);
+  ASSERT_EQ(job.count(static_cast<std::uint64_t>(child)), 1u);
+  EXPECT_EQ(job.at(static_cast<std::uint64_t>(child)), static_cast<std::uint64_t>(::getpid()));
+  ASSERT_EQ(job.count(static_cast<std::uint64_t>(grandchild)), 1u);
+  EXPECT_EQ(job.at(static_cast<std::uint64_t>(grandchild)), static_cast<std::uint64_t>(child));
+  EXPECT_EQ(job, reference);
 }
 
 }  // namespace

@@ -93,8 +93,11 @@ std::string CommandLineOf(std::uint64_t pid);
 std::string RankOf(std::uint64_t pid);
 // Why a process of the job never connected, from what /proc says of it.
 std::string WhyNotObserved(std::uint64_t pid, const std::string &preload);
-// The processes below watch now: pid -> parent, from one pass over /proc.
+// The processes below watch now: pid -> parent (job_proc.cc: walked down from watch).
 std::map<std::uint64_t, std::uint64_t> JobProcesses();
+// The same from one pass over /proc, reading every process's parent: JobProcesses's way on a
+// kernel without /proc/PID/task/TID/children.
+std::map<std::uint64_t, std::uint64_t> JobProcessesByParent();
 // Whether the process may share anonymous memory with another of the job: it is a forked child,
 // or it forked while watched. Only then can its PSS rise as shared pages are copied (the
 // copy-on-read note), so only then is its smaps_rollup read at every sample (record.cc).
