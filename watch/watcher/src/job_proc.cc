@@ -181,19 +181,31 @@ std::string WhyNotObserved(std::uint64_t pid, const std::string &preload) {
          "reach watch)";
 }
 
-std::map<std::uint64_t, std::uint64_t> JobProcessesByParent() {
-  std::map<std::uint64_t, std::uint64_t> parent_of;
-  // readdir, not a directory_iterator: no path object per entry of /proc.
-  if (DIR *proc = ::opendir("/proc")) {
-    while (const dirent *entry = ::readdir(proc)) {
+namespace {
+
+// The numeric entries of a /proc directory (processes, or a process's threads); empty when it
+// cannot be read (the process ended). readdir, not a directory_iterator: no path object per entry.
+std::vector<std::uint64_t> NumericEntries(const char *path) {
+  std::vector<std::uint64_t> numbers;
+  if (DIR *dir = ::opendir(path)) {
+    while (const dirent *entry = ::readdir(dir)) {
       const char *name = entry->d_name;
       const char *end = name + std::strlen(name);
-      std::uint64_t pid = 0;
-      const auto [rest, error] = std::from_chars(name, end, pid);
-      if (error != std::errc{} || rest != end || pid == 0) continue;
-      if (const std::uint64_t parent = ParentOf(pid); parent != 0) parent_of[pid] = parent;
+      std::uint64_t number = 0;
+      const auto [rest, error] = std::from_chars(name, end, number);
+      if (error == std::errc{} && rest == end && number != 0) numbers.push_back(number);
     }
-    ::closedir(proc);
+    ::closedir(dir);
+  }
+  return numbers;
+}
+
+}  // namespace
+
+std::map<std::uint64_t, std::uint64_t> JobProcessesByParent() {
+  std::map<std::uint64_t, std::uint64_t> parent_of;
+  for (const std::uint64_t pid : NumericEntries("/proc")) {
+    if (const std::uint64_t parent = ParentOf(pid); parent != 0) parent_of[pid] = parent;
   }
   const auto self = static_cast<std::uint64_t>(::getpid());
   std::map<std::uint64_t, std::uint64_t> job;
@@ -211,27 +223,6 @@ std::map<std::uint64_t, std::uint64_t> JobProcessesByParent() {
   }
   return job;
 }
-
-namespace {
-
-// The numeric entries of a /proc directory (processes, or a process's threads); empty when it
-// cannot be read (the process ended).
-std::vector<std::uint64_t> NumericEntries(const char *path) {
-  std::vector<std::uint64_t> numbers;
-  if (DIR *dir = ::opendir(path)) {
-    while (const dirent *entry = ::readdir(dir)) {
-      const char *name = entry->d_name;
-      const char *end = name + std::strlen(name);
-      std::uint64_t number = 0;
-      const auto [rest, error] = std::from_chars(name, end, number);
-      if (error == std::errc{} && rest == end && number != 0) numbers.push_back(number);
-    }
-    ::closedir(dir);
-  }
-  return numbers;
-}
-
-}  // namespace
 
 // The processes below watch now: pid -> parent. Walked down from watch through the children of
 // each thread of each process found (/proc/PID/task/TID/children), so that a scan reads as many
