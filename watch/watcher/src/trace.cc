@@ -226,7 +226,8 @@ void AddDeviceCounters(const WatchRecording &recording, Trace &trace) {
   for (size_t i = 0; i < kInfos.size() && i < LEAKBOUND_DEVICE_VALUE_COUNT; ++i) {
     std::vector<std::optional<std::uint64_t>> values;
     for (const WatchSample &s : recording.samples) {
-      values.push_back(s.has_device ? std::optional<std::uint64_t>(s.detail->device[i]) : std::nullopt);
+      values.push_back(s.has_device ? std::optional<std::uint64_t>(s.DetailOrNone().device[i])
+                                    : std::nullopt);
     }
     trace.counters.push_back(Sparse(kInfos[i], "cupti", values));
   }
