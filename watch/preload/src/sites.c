@@ -123,11 +123,14 @@ static uint32_t g_waiting_count;
 static uint8_t g_in_waiting[kSiteSlots];
 static _Atomic uint64_t g_sites_dropped;
 
-int LeakboundSiteFramesDue(uint32_t site) {
+int LeakboundSiteFramesDue(uint32_t site, int may_ask) {
   if (site == 0 || site > kSiteSlots) return 0;
   SiteCold* s = &g_cold[site - 1];
   _Atomic int* state = &g_sites[site - 1].frames_state;
   if (s->frames_sent || s->grew < LEAKBOUND_WATCH_FRAMES_AFTER) return 0;
+  /* Not asked yet and not to be asked now: nothing is given (no samples, no census), so the
+   * site's allocations stay on the hooks' quiet path. */
+  if (!may_ask && !s->census_asked) return 0;
   if (atomic_load_explicit(&s->samples, memory_order_relaxed) == 0) {
     const uint32_t samples = LeakboundSamplesTake();
     if (samples == 0) return 0; /* the pool is spent (or unmapped): never asked */
