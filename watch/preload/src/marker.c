@@ -47,11 +47,12 @@ static uint64_t g_ticks;
 static uint64_t g_samples;          /* STEP + TICK records sent (guarded by g_marker_lock) */
 static uint64_t g_census_unit = 1;  /* samples between census points (channel.h) */
 /* Whether the last census found heap survivors a census interval old or more, born since the
- * first census point, in two cohorts or more (guarded by g_marker_lock). Until one does, no heap call site is asked for
- * its callers, samples and census (LeakboundSiteFramesDue): without such survivors the census
- * judge has no growth to name a site for, and a site whose live bytes merely wander (four threads
- * at one malloc, each with a block in flight at a sample) paid a census at every allocation (the
- * 4-thread loop of watch/bench, call sites on: ~1.5x the time without the census). */
+ * first census point, in two cohorts or more (guarded by g_marker_lock). Until one does, no heap
+ * call site is asked for its callers, samples and census (LeakboundSiteFramesDue): without such
+ * survivors the census judge has no growth to name a site for, and a site whose live bytes merely
+ * wander (four threads at one malloc, each with a block in flight at a sample) paid a census at
+ * every allocation (the 4-thread loop of watch/bench, call sites on: ~1.5x the time without the
+ * census; docs/watch.md, "The fifteenth round"). */
 static int g_aged_survivors;
 static pthread_mutex_t g_marker_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held while one probe state goes out in pieces (leakbound_probe_state). */
@@ -542,7 +543,9 @@ static void SendCensus(uint64_t seq) {
    * as a leak leaves them (one cohort's: a one-time event, such as the threads a program starts
    * after the first sample, each with its thread-local storage). */
   int aged_cohorts = 0;
-  for (int k = 1; k + 1 < n && k < LEAKBOUND_HEAP_COHORTS; ++k) aged_cohorts += cohorts[k].bytes > 0;
+  for (int k = 1; k + 1 < n && k < LEAKBOUND_HEAP_COHORTS; ++k) {
+    aged_cohorts += cohorts[k].bytes > 0;
+  }
   g_aged_survivors = aged_cohorts >= 2;
   leakbound_watch_site_batch *batch = &g_site_batch;
   batch->count = 0;
