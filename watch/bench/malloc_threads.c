@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { kThreads = 4, kKeptMost = 4096 };
+enum { kThreads = 4 };
 
 static long g_pairs_each;
 static atomic_int g_running;
@@ -37,10 +37,12 @@ int main(int argc, char** argv) {
   pthread_t threads[kThreads];
   atomic_store(&g_running, kThreads);
   for (int t = 0; t < kThreads; ++t) pthread_create(&threads[t], NULL, Loop, (void*)(size_t)(t * 64));
-  static void* kept[kKeptMost];
-  int kept_count = 0;
-  while (keep && atomic_load(&g_running) > 0 && kept_count < kKeptMost) {
-    kept[kept_count++] = malloc(64);
+  void** kept = NULL; /* the kept blocks, chained: each holds the one kept before it */
+  while (keep && atomic_load(&g_running) > 0) {
+    void** block = malloc(64);
+    if (!block) break;
+    *block = kept;
+    kept = block;
     nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
   }
   for (int t = 0; t < kThreads; ++t) pthread_join(threads[t], NULL);
@@ -48,6 +50,10 @@ int main(int argc, char** argv) {
   const double ns = (end.tv_sec - start.tv_sec) * 1e9 + (end.tv_nsec - start.tv_nsec);
   printf("%.2f ns per malloc/free pair (wall, %d threads)%s\n", ns / (double)pairs, kThreads,
          keep ? ", keeping a block every 2 ms" : "");
-  for (int i = 0; i < kept_count; ++i) free(kept[i]);
+  while (kept) {
+    void** before = *kept;
+    free(kept);
+    kept = before;
+  }
   return 0;
 }

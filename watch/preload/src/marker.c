@@ -47,12 +47,12 @@ static uint64_t g_ticks;
 static uint64_t g_samples;          /* STEP + TICK records sent (guarded by g_marker_lock) */
 static uint64_t g_census_unit = 1;  /* samples between census points (channel.h) */
 /* Whether the last census found heap survivors a census interval old or more, born since the
- * first census point, in two cohorts or more (guarded by g_marker_lock). Until one does, no heap
- * call site is asked for its callers, samples and census (LeakboundSiteFramesDue): without such
- * survivors the census judge has no growth to name a site for, and a site whose live bytes merely
- * wander (four threads at one malloc, each with a block in flight at a sample) paid a census at
- * every allocation (the 4-thread loop of watch/bench, call sites on: ~1.5x the time without the
- * census; docs/watch.md, "The fifteenth round"). */
+ * first census point, in two cohorts or more (AgedSurvivors; guarded by g_marker_lock). While
+ * none did, no heap call site is asked for its callers, samples and census
+ * (LeakboundSiteFramesDue): without such survivors the census judge has no growth to name a site
+ * for, and a site whose live bytes merely wander (four threads at one malloc, each with a block
+ * in flight at a sample) paid a census at every allocation (the 4-thread loop of watch/bench,
+ * call sites on: ~1.5x the time without the census; docs/watch.md, "The fifteenth round"). */
 static int g_aged_survivors;
 static pthread_mutex_t g_marker_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held while one probe state goes out in pieces (leakbound_probe_state). */
@@ -533,20 +533,23 @@ static void AddSiteCohort(uint32_t site, uint32_t cohort, int64_t bytes, int64_t
   if (g_site_batch.count == LEAKBOUND_WATCH_SITE_BATCH) SendBatch(LEAKBOUND_WATCH_SITE_CENSUS);
 }
 
-/* The census after this sample (channel.h: census points): the non-empty cohorts in SITES-shaped
- * batches, then a new cohort begins for what the next step allocates. Under g_marker_lock. */
-static void SendCensus(uint64_t seq) {
-  leakbound_heap_cohort cohorts[LEAKBOUND_HEAP_COHORTS];
-  const int n = leakbound_heap_census(cohorts, LEAKBOUND_HEAP_COHORTS);
-  /* Aged: born in cohort 1 or later (cohort 0 is everything before the first census point: the
-   * program's start-up, the imports) and before the cohort ending now; in two cohorts at least,
-   * as a leak leaves them (one cohort's: a one-time event, such as the threads a program starts
-   * after the first sample, each with its thread-local storage). */
+/* Whether a census (n cohorts, the last ending now) holds aged survivors: born in cohort 1 or
+ * later (cohort 0 is everything before the first census point: the program's start-up, the
+ * imports) and before the cohort ending now, in two cohorts at least, as a leak leaves them (one
+ * cohort's: a one-time event, such as the threads a program starts after the first sample, each
+ * with its thread-local storage). */
+static int AgedSurvivors(const leakbound_heap_cohort *cohorts, int n) {
   int aged_cohorts = 0;
   for (int k = 1; k + 1 < n && k < LEAKBOUND_HEAP_COHORTS; ++k) {
-    aged_cohorts += cohorts[k].bytes > 0;
+    aged_cohorts += cohorts[k].bytes > 0 || cohorts[k].blocks > 0;
   }
-  g_aged_survivors = aged_cohorts >= 2;
+  return aged_cohorts >= 2;
+}
+
+/* The census after this sample (channel.h: census points), read by the caller (n cohorts): the
+ * non-empty cohorts in SITES-shaped batches, then a new cohort begins for what the next step
+ * allocates. Under g_marker_lock. */
+static void SendCensus(uint64_t seq, const leakbound_heap_cohort *cohorts, int n) {
   leakbound_watch_site_batch *batch = &g_site_batch;
   batch->count = 0;
   batch->seq = seq;
@@ -610,14 +613,24 @@ static void MarkLocked(leakbound_watch_kind kind, int at_clock) {
   record.time_ns = NowNs();
   record.values[0] = LeakboundSitesDropped();
   record.values[1] = LeakboundMappedDropped();
+  /* At a census point the census is read before the sites' visit, so that the visit asks by this
+   * census (g_aged_survivors), not the one a census unit before. */
+  leakbound_heap_cohort cohorts[LEAKBOUND_HEAP_COHORTS];
+  int cohort_count = 0;
+  const int census_point = (g_samples + 1) % g_census_unit == 0;
+  if (census_point) {
+    cohort_count = leakbound_heap_census(cohorts, LEAKBOUND_HEAP_COHORTS);
+    g_aged_survivors = AgedSurvivors(cohorts, cohort_count);
+  }
   if (g_leakbound_sites_on) {
     g_site_batch.seq = record.seq;
     g_site_batch.count = 0;
     LeakboundSitesVisitChanged(AddSite, NULL);
     SendSiteBatch();
   }
-  if (++g_samples % g_census_unit == 0) {
-    SendCensus(record.seq);
+  ++g_samples;
+  if (census_point) {
+    SendCensus(record.seq, cohorts, cohort_count);
     if (g_samples >= (uint64_t)LEAKBOUND_WATCH_CENSUS_POINTS * g_census_unit) g_census_unit *= 2;
   }
   leakbound_watch_sampler sampler = at_clock ? NULL : atomic_load(&g_device_sampler);

@@ -117,7 +117,8 @@ LB_HIDDEN int LeakboundScanPast(uintptr_t pc, uintptr_t* out, int most);
 /* Whether site's callers are to be sent now: once its survivors grew at
  * LEAKBOUND_WATCH_FRAMES_AFTER visits it asks for them (the next allocation there takes them;
  * its census begins), provided may_ask, and once they are taken it says 1, once. A site asked
- * once goes on whatever may_ask says later. Reporting side. */
+ * in this series (since the last LeakboundSitesForget) goes on whatever may_ask says later.
+ * Reporting side. */
 LB_HIDDEN int LeakboundSiteFramesDue(uint32_t site, int may_ask);
 /* What a site's samples say, once they had time to die: the Python line most of the live
  * samples were allocated under (NULL: none carried one), how many live samples came from it,
