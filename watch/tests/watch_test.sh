@@ -1267,12 +1267,10 @@ loop, kept = at(loop_line), at(kept_line)
 print("  loop rows: %s" % [(a["op"][:50], a.get("census"), a.get("survivor_bytes")) for a in loop])
 print("  kept rows: %s" % [(a["op"][:50], a.get("census")) for a in kept])
 bad = []
-sites = set()
 for snap in json.load(open(sys.argv[2]))["traces"][0]["outstanding"]:
     for row in snap["rows"]:
         if ("malloc_threads.c:%d " % loop_line) not in row["op"] + " ":
             continue
-        sites.add(row["op"])
         cohorts = row.get("census", [])
         youngest = max((k["born_step"] for k in cohorts), default=None)
         bad += [(snap["step"], k["born_step"], k["bytes"]) for k in cohorts if k["bytes"] and k["born_step"] != youngest]

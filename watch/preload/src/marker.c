@@ -487,7 +487,7 @@ static void AddSite(uint32_t site, uintptr_t pc, int64_t bytes, int64_t allocati
                     int first_time, void *context) {
   (void)context;
   if (first_time) AddName(site, pc); /* sent before the batch that holds its first entry */
-  /* A heap site is asked once the heap holds aged survivors (g_aged_survivors); a mapping's or a
+  /* A heap site is asked while the heap holds aged survivors (g_aged_survivors); a mapping's or a
    * device allocation's is asked as before: the heap's census does not see them. */
   if (LeakboundSiteFramesDue(site, g_aged_survivors || LeakboundSiteRole(site) != 0)) {
     uintptr_t frames[LEAKBOUND_WATCH_FRAMES];
