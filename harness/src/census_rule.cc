@@ -304,6 +304,9 @@ void JudgeTurnover(std::span<const std::span<const CensusCohort>> ends, const Sc
     }
     const double departed = std::max(0.0, older_then - older_now);
     const double departed_n = std::max(0.0, older_then_n - older_now_n);
+    for (std::size_t k = 0; k < newly; ++k) {
+      j.departed_measured_bytes += std::max(0.0, then.bytes[k] - now.bytes[k]);
+    }
     ++j.turnover_transitions;
     j.arrived_bytes += arrived;
     j.departed_bytes += departed;
@@ -313,7 +316,7 @@ void JudgeTurnover(std::span<const std::span<const CensusCohort>> ends, const Sc
     if (departed_n * kCensusTurnoverSteady >= arrived_n) ++steady_blocks;
   }
   const int read = j.turnover_transitions;
-  j.turnover = read >= kCensusMinTurnoverTransitions &&
+  j.turnover = read >= kCensusMinTurnoverTransitions && j.departed_measured_bytes > 0 &&
                j.departed_bytes >= kCensusTurnoverShare * j.arrived_bytes &&
                departed_blocks >= kCensusTurnoverShare * arrived_blocks &&
                2 * j.turnover_steady > read && 2 * steady_blocks > read;

@@ -301,18 +301,24 @@ std::vector<CensusCohort> AtB(const Schedule& s, std::uint64_t before,
   return At(s, before, before / 10, bytes, Tenth(bytes));
 }
 
-// Three blocks whose aged survivors (1000 B arriving at each block end) replace what the warm-up
-// left: `freed1`, `freed2` bytes of it go at the two block ends. Block 1 keeps its 1000 B.
+// Three blocks whose aged survivors (1000 B arriving at each block end) replace older ones:
+// `freed1`, `freed2` bytes go at the two block ends, at the second 10 B / 1 block of them from
+// block 1 (a turnover recycles what the measured blocks left too), the rest from the warm-up.
+// measured_freed 0: block 1 keeps its 1000 B, all of it from the warm-up.
 CensusJudgement ThreeReplacing(std::uint64_t freed1, std::uint64_t freed2,
-                               std::uint64_t freed1_blocks = 0, std::uint64_t freed2_blocks = 0) {
-  const std::uint64_t b0 = 20000, b1 = b0 - freed1, b2 = b1 - freed2;
+                               std::uint64_t freed1_blocks = 0, std::uint64_t freed2_blocks = 0,
+                               std::uint64_t measured_freed = 10) {
+  const std::uint64_t measured_freed_n = measured_freed ? 1 : 0;
+  const std::uint64_t b0 = 20000, b1 = b0 - freed1, b2 = b1 - freed2 + measured_freed;
   const std::uint64_t n0 = 2000, n1 = n0 - (freed1_blocks ? freed1_blocks : freed1 / 10),
-                      n2 = n1 - (freed2_blocks ? freed2_blocks : freed2 / 10);
+                      n2 = n1 - (freed2_blocks ? freed2_blocks : freed2 / 10) + measured_freed_n;
   const std::vector<std::vector<CensusCohort>> ends{At(kThree, b0, n0, {5000, 0, 0}, {500, 0, 0}),
                                                     At(kThree, b1, n1, {1000, 5000, 0},
                                                        {100, 500, 0})};
-  return JudgeCensus("c", At(kThree, b2, n2, {1000, 1000, 5000}, {100, 100, 500}), 399, kThree,
-                     false, ends.back(), ends);
+  return JudgeCensus("c",
+                     At(kThree, b2, n2, {1000 - measured_freed, 1000, 5000},
+                        {100 - measured_freed_n, 100, 500}),
+                     399, kThree, false, ends.back(), ends);
 }
 
 TEST(CensusRule, Turnover_AgedSurvivorsReplacingOlderOnes_IsBounded_WithoutBlockEndsGrowth) {
@@ -351,6 +357,18 @@ TEST(CensusRule, Turnover_NeedsHalfOfWhatArrivedFreed_InBytes) {
   EXPECT_EQ(ThreeReplacing(500, 490).outcome, CensusOutcome::kGrowth);
 }
 
+TEST(CensusRule, Turnover_NeedsTheMeasuredBlocksFreedToo) {
+  // The same arithmetic, but every byte that went was the warm-up's: the measured blocks keep
+  // all they left, as a leak does beside a program freeing old memory (a hook kept per step in a
+  // PyTorch run, beside its dict's resize and CPython's free lists).
+  EXPECT_TRUE(ThreeReplacing(500, 500).turnover);
+  const CensusJudgement j = ThreeReplacing(500, 500, 0, 0, 0);
+  EXPECT_FALSE(j.turnover);
+  EXPECT_EQ(j.departed_bytes, 1000);
+  EXPECT_EQ(j.departed_measured_bytes, 0);
+  EXPECT_EQ(j.outcome, CensusOutcome::kGrowth) << j.sentence;
+}
+
 TEST(CensusRule, Turnover_NeedsHalfInAllocationsToo) {
   // Bytes replace alike; allocations: 100 of 200 arrived freed (half) vs 99.
   EXPECT_TRUE(ThreeReplacing(500, 500, 50, 50).turnover);
@@ -368,8 +386,9 @@ TEST(CensusRule, Turnover_NeedsAQuarterFreedAtMoreThanHalfTheBlockEnds) {
   EXPECT_EQ(ThreeReplacing(240, 1000).turnover_steady, 1);
 }
 
-// Five blocks, 4 block ends; at each, 1000 B in 100 allocations become a block old while the
-// warm-up's memory loses freed_bytes[t] / freed_blocks[t] (t = 0..3).
+// Five blocks, 4 block ends; at each, 1000 B in 100 allocations become a block old while
+// freed_bytes[t] / freed_blocks[t] (t = 0..3) of older memory go: the warm-up's, but for 10 B in
+// 1 allocation of block 1's at the last block end (a turnover recycles the measured blocks' too).
 CensusJudgement FiveFreeing(const std::vector<std::uint64_t>& freed_bytes,
                             const std::vector<std::uint64_t>& freed_blocks) {
   std::vector<std::vector<CensusCohort>> ends;
@@ -383,6 +402,12 @@ CensusJudgement FiveFreeing(const std::vector<std::uint64_t>& freed_bytes,
     bytes[t] = 5000;
     blocks[t - 1] = 100;
     blocks[t] = 500;
+    if (t == 4) {
+      bytes[0] -= 10;
+      blocks[0] -= 1;
+      before += 10;
+      before_n += 1;
+    }
     ends.push_back(At(kFive, before, before_n, bytes, blocks));
   }
   const std::vector<CensusCohort> last = ends.back();

@@ -98,7 +98,9 @@ inline constexpr double kCensusDecayBlocks = 4.0;
 // allocations alike: departed >= kCensusTurnoverShare x arrived over the transitions, and
 // departed >= arrived / kCensusTurnoverSteady in more than half of them (so one large free, a
 // start-up cache dropped, is not a turnover), with kCensusMinTurnoverTransitions transitions
-// whose arrivals reach the floor.
+// whose arrivals reach the floor; and some of what departed was born in the measured blocks (a
+// leak's blocks keep all theirs while the program frees warm-up memory beside it: a hook kept per
+// step in a PyTorch run, beside its dict's resize, read as a turnover; docs/verdicts.md).
 inline constexpr double kCensusTurnoverShare = 0.5;
 inline constexpr double kCensusTurnoverSteady = 4.0;
 inline constexpr int kCensusMinTurnoverTransitions = 2;
@@ -117,6 +119,7 @@ struct CensusJudgement {
   // the floor or above); steady: those that freed at least 1/kCensusTurnoverSteady of arrivals.
   double arrived_bytes = 0;
   double departed_bytes = 0;
+  double departed_measured_bytes = 0;  // of departed: born in the measured blocks
   int turnover_transitions = 0;
   int turnover_steady = 0;
   bool turnover = false;  // a turnover in bytes and in allocations: bounded
