@@ -37,6 +37,8 @@ census_rule.cc	for (int k = 0; k + 2 < blocks; ++k) {  // blocks that were alrea
 census_rule.cc	if (then[i] < j.floor_bytes || then_blocks[i] <= 0) continue;	if (then[i] <= j.floor_bytes || then_blocks[i] <= 0) continue;
 census_rule.cc	std::max(0.0, 1.0 - kCensusDecayBlocks * pace[learnt_from]);	std::max(0.0, 1.0 - 3.0 * pace[learnt_from]);
 census_rule.cc	if (c.born_step < schedule.warmup_steps) {	if (c.born_step <= schedule.warmup_steps) {
+census_rule.cc	j.turnover = read >= kCensusMinTurnoverTransitions && j.departed_measured_bytes > 0 &&	j.turnover = read >= kCensusMinTurnoverTransitions && j.departed_measured_bytes >= 0 &&
+census_rule.cc	j.departed_measured_bytes += std::max(0.0, then.bytes[k] - now.bytes[k]);	j.departed_measured_bytes += std::max(0.0, then.before - now.before);
 census_rule.cc	const int aged = blocks - 1;	const int aged = blocks;
 census_rule.cc	if (aged < kCensusMinAgedBlocks) {	if (aged <= kCensusMinAgedBlocks) {
 verdict.cc	const bool floor_grew = last.min > first.min && rises.floor >= 2;	const bool floor_grew = rises.floor >= 2;
