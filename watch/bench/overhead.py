@@ -7,7 +7,12 @@ first variant rotating from round to round, so that a slow stretch of a shared m
 all of them. Reported per variant: the median wall time and its range, the median of the paired
 ratios (this round's run over this round's bare run) with their range, the fastest run over bare's
 fastest (a shared machine's interference only ever adds time, so the fastest runs are the least
-disturbed: a second reading, not a replacement for the medians), and the median peak RSS
+disturbed: a second reading, not a replacement for the medians), an interval for the median of
+the paired ratios (distribution-free: between two of the sorted ratios, chosen from the binomial
+distribution so that it holds the true median with at least 95% probability whatever the
+host's noise looks like; up to 8 rounds it is the whole range, 94% sure with 5 and 98% with 7,
+and 9 or more narrow it), and the
+median peak RSS
 of the program itself against bare's: under watch the program's own (watch prints its ru_maxrss:
 "peak RSS ... MiB"), elsewhere what /usr/bin/time says (ru_maxrss of the process it started,
 which is the largest process of a heaptrack or memray run). Every variant runs under
@@ -15,6 +20,11 @@ which is the largest process of a heaptrack or memray run). Every variant runs u
 script's own wait4: a child started from Python counts Python's resident pages before its exec
 (13 MiB), which was the bare malloc loop's "peak RSS" until 2026-12-06, and under watch the
 watcher's (29 MiB against the program's 2 MiB).
+
+Last, the overhead issue's goals (malloc loop <= 1.5x without call sites and <= 2x with them,
+PyTorch training <= 1.10x, peak RSS <= +10%), each read off that interval: met when all of it is
+at or under the goal, not met when all of it is above, unresolved when the host's spread
+straddles the goal (more rounds narrow it).
 
 With the malloc loop, and valgrind installed, the loop's instructions a pair under bare, the
 reference preloads and watch are counted too (callgrind, 1M pairs): figures that a loaded machine
@@ -29,6 +39,7 @@ variant's median paired ratio is above RATIO (the bench.watch_overhead smoke tes
 margin, for regressions only; the figures themselves live in docs/watch.md).
 """
 import argparse
+import math
 import os
 import re
 import shutil
@@ -148,25 +159,92 @@ def worst_watch_ratio(variants):
     return worst
 
 
+def median_interval(values, confidence=0.95):
+    """A distribution-free interval for the median of values: (low, high, coverage), the k-th
+    smallest and the k-th largest of them for the largest k whose coverage (the probability that
+    the true median lies between them, from the binomial distribution with p = 1/2) is still at
+    least `confidence`; the whole range (k = 1) when no k reaches it. Needs no assumption on the
+    shape of the host's noise, only that the paired runs are independent."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return None
+    tail = lambda k: sum(math.comb(n, i) for i in range(k)) / 2.0 ** n  # P(X <= k - 1)
+    k = 1
+    while k + 1 <= (n + 1) // 2 and 1 - 2 * tail(k + 1) >= confidence:
+        k += 1
+    return ordered[k - 1], ordered[n - k], 1 - 2 * tail(k)
+
+
+def paired_ratios(v, bare):
+    return [w / b for w, b in zip(v.walls, bare.walls)]
+
+
 def table(title, variants):
     bare = variants[0]
     lines = ["", "**%s**" % title, "",
-             "| | wall, median (range) | x bare, median of pairs (range) | fastest x bare's fastest "
-             "| peak RSS | RSS x bare |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| | wall, median (range) | x bare, median of pairs (range) | the median's interval "
+             "| fastest x bare's fastest | peak RSS | RSS x bare |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for v in variants:
         if v.failure or not v.walls or not bare.walls:
-            lines.append("| %s | failed: %s | | | | |" % (
+            lines.append("| %s | failed: %s | | | | | |" % (
                 v.label, v.failure or ("no run" if not v.walls else "no bare run to compare")))
             continue
-        pairs = [w / b for w, b in zip(v.walls, bare.walls)]
+        pairs = paired_ratios(v, bare)
+        low, high, coverage = median_interval(pairs)
         rss, bare_rss = statistics.median(v.rss), statistics.median(bare.rss)
-        lines.append("| %s | %.3f s (%.3f-%.3f) | %.2fx (%.2f-%.2f) | %.2fx | %s | %s |" % (
+        lines.append("| %s | %.3f s (%.3f-%.3f) | %.2fx (%.2f-%.2f) | %.2f-%.2fx (%.0f%%) | %.2fx "
+                     "| %s | %s |" % (
             v.label, statistics.median(v.walls), min(v.walls), max(v.walls),
-            statistics.median(pairs), min(pairs), max(pairs), min(v.walls) / min(bare.walls),
+            statistics.median(pairs), min(pairs), max(pairs), low, high, 100 * coverage,
+            min(v.walls) / min(bare.walls),
             "%.1f MiB" % (rss / 1024) if rss else "unknown",
             "%.2fx" % (rss / bare_rss) if rss and bare_rss else "-"))
     return lines
+
+
+# The overhead issue's goals: (program key, variant label, what, the goal as a ratio to bare).
+GOALS = [("malloc", "watch, call sites off", "time", 1.5),
+         ("malloc", "watch, call sites on", "time", 2.0),
+         ("torch", "watch, call sites on", "time", 1.10),
+         ("torch", "watch, call sites on, LEAKBOUND_CENSUS_GC=0 (the collector as bare)", "time",
+          1.10),
+         ("torch", "watch, call sites on", "peak RSS", 1.10)]
+
+
+def goal_verdict(low, high, goal):
+    if high <= goal:
+        return "met"
+    if low > goal:
+        return "not met"
+    return "unresolved (the interval straddles the goal: more rounds)"
+
+
+def goals_table(measured):
+    """The goals' lines: measured maps a program key to its variants (variants[0] bare)."""
+    lines = ["", "**The overhead issue's goals, read off the intervals above** (time: the median "
+             "paired ratio's interval; peak RSS: its median against bare's, which the host's load "
+             "does not move)", "", "| goal | variant | reading | verdict |", "|---|---|---:|---|"]
+    for key, label, what, goal in GOALS:
+        variants = measured.get(key)
+        found = [v for v in variants or [] if v.label == label]
+        if not found or found[0].failure or not found[0].walls or not variants[0].walls:
+            continue
+        v, bare = found[0], variants[0]
+        name = {"malloc": "malloc loop", "torch": "PyTorch MLP"}[key]
+        if what == "time":
+            low, high, coverage = median_interval(paired_ratios(v, bare))
+            reading = "%.2f-%.2fx (%.0f%%)" % (low, high, 100 * coverage)
+        else:
+            rss, bare_rss = statistics.median(v.rss), statistics.median(bare.rss)
+            if not rss or not bare_rss:
+                continue
+            low = high = rss / bare_rss
+            reading = "%.3fx" % low
+        lines.append("| %s %s <= %.2fx | %s | %s | %s |" % (name, what, goal, label, reading,
+                                                          goal_verdict(low, high, goal)))
+    return lines if len(lines) > 5 else []
 
 
 def main():
@@ -244,8 +322,8 @@ def main():
             Variant("watch, call sites on", watch() + loop, ok=watch_ok)]
         if heaptrack:
             variants.append(Variant("heaptrack", heaptrack_cmd() + loop))
-        programs.append(("malloc/free loop, %d M pairs, a step marker per 1,000 pairs"
-                         % (args.pairs // 1000000), variants))
+        programs.append(("malloc", "malloc/free loop, %g M pairs, a step marker per 1,000 pairs"
+                         % (args.pairs / 1e6), variants))
     threads = [args.malloc_threads, str(args.pairs)]
     if "threads" in only:
         variants = [Variant("bare", threads)] + exact(threads) + [
@@ -255,8 +333,8 @@ def main():
                     watch("--interval", "20ms") + threads, ok=watch_ok)]
         if heaptrack:
             variants.append(Variant("heaptrack", heaptrack_cmd() + threads))
-        programs.append(("malloc/free loop, 4 threads, %d M pairs in all, no markers"
-                         % (args.pairs // 1000000), variants))
+        programs.append(("threads", "malloc/free loop, 4 threads, %g M pairs in all, no markers"
+                         % (args.pairs / 1e6), variants))
     mlp = os.path.join(args.programs, "torch_mlp.py")
     step_on = ["--step-on", "torch.optim.SGD.step"]
     if "torch" in only:
@@ -269,14 +347,20 @@ def main():
                     ok=watch_ok),
             Variant("watch, call sites on", watch(*step_on) + train, ok=watch_ok),
             Variant("watch, call sites on, --keep-pymalloc",
-                    watch(*step_on, "--keep-pymalloc") + train, ok=watch_ok)]
+                    watch(*step_on, "--keep-pymalloc") + train, ok=watch_ok),
+            # The leakbound module's collections and its gc.freeze() of what the first one
+            # leaves (docs/watch.md, "Python and the collector") spare the program the automatic
+            # full collections over torch's objects that bare pays: the default rows carry that
+            # saving. Without them the program's collector runs as bare: the hooks' own cost.
+            Variant("watch, call sites on, LEAKBOUND_CENSUS_GC=0 (the collector as bare)",
+                    watch(*step_on) + train, env={"LEAKBOUND_CENSUS_GC": "0"}, ok=watch_ok)]
         if heaptrack:
             variants.append(Variant("heaptrack", heaptrack_cmd() + train))
         if args.memray_python:
             variants.append(Variant("memray run", [args.memray_python, "-m", "memray", "run", "-f",
                                                    "-o", os.path.join(scratch, "m.bin")]
                                     + train[1:]))
-        programs.append(("PyTorch CPU MLP training, %d steps (interpreter start and import torch "
+        programs.append(("torch", "PyTorch CPU MLP training, %d steps (interpreter start and import torch "
                          "included)" % args.torch_steps, variants))
     if "lines" in only:
         leak = [args.python, mlp, "sum_loss", "step_on", str(args.torch_steps)]
@@ -286,7 +370,7 @@ def main():
                             ok=(1,)),
                     Variant("watch, Python lines on (the default)", watch(*step_on) + leak,
                             ok=(1,))]
-        programs.append(("The same, leaking (running = running + loss): Python lines switched on "
+        programs.append(("lines", "The same, leaking (running = running + loss): Python lines switched on "
                          "for the growing sites", variants))
     if "loader" in only:
         tree = [args.python, os.path.join(args.programs, "torch_tree.py"), "loader-clean"]
@@ -295,21 +379,23 @@ def main():
                     Variant("watch, call sites off", watch(*step_on, "--no-call-sites") + tree,
                             env=env, ok=watch_ok),
                     Variant("watch, call sites on", watch(*step_on) + tree, env=env, ok=watch_ok)]
-        programs.append(("PyTorch training fed by a DataLoader with 2 persistent workers, %d steps"
+        programs.append(("loader", "PyTorch training fed by a DataLoader with 2 persistent workers, %d steps"
                          % args.loader_steps, variants))
 
     counted = None
     if "malloc" in only and not args.no_instructions:
         if shutil.which("valgrind"):
-            counted = [v for v in programs[0][1] if v.label != "heaptrack"]
+            counted = [v for v in programs[0][2] if v.label != "heaptrack"]
         else:
             notes.append("instructions a pair: skipped (valgrind not installed; apt-get install "
                          "valgrind)")
+    measured = {}
     try:
-        for title, variants in programs:
+        for key, title, variants in programs:
             log("%s (%d rounds)" % (title, args.rounds))
             measure(title, variants, args.rounds, log, scratch)
             lines += table(title, variants)
+            measured[key] = variants
         if counted:
             log("malloc/free loop under callgrind, %d pairs" % INSTRUCTION_PAIRS)
             lines += loop_instructions(counted, scratch, log)
@@ -317,6 +403,7 @@ def main():
         log("interrupted: the tables of the programs measured so far follow")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    lines += goals_table(measured)
     header = ["Paired, alternating runs: %d rounds; one round runs every variant once." % args.rounds]
     text = "\n".join(header + ["- " + n for n in notes] + lines) + "\n"
     sys.stdout.write(text)
@@ -325,7 +412,7 @@ def main():
             f.write(text)
         os.replace(args.out + ".tmp", args.out)
     status = 0
-    for title, variants in programs:
+    for _, title, variants in programs:
         for v in variants:
             if v.failure:
                 log("FAILED: %s, %s: %s" % (title, v.label, v.failure))
