@@ -419,7 +419,6 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
     CombineVerdicts(trace.subject, result);
     return result;
   };
-  if (!trace.error.empty()) return fail(reports::kError, trace.error);
   const std::int64_t total = trace.TotalSteps();
   const bool complete =
       trace.blocks >= 2 && trace.steps_per_block >= 1 && trace.warmup_steps >= 0 &&
@@ -427,6 +426,12 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
       std::all_of(trace.counters.begin(), trace.counters.end(), [&](const TraceCounter& c) {
         return static_cast<std::int64_t>(c.values.size()) == trace.SampleCount();
       });
+  // A recording that failed (a watched program killed by a signal) is judged on what arrived
+  // when that fills its schedule: a leak it shows is a finding whatever the ending (the leaking
+  // program is the one the kernel kills); anything else stays an error that names the ending.
+  if (!trace.error.empty() && !complete) {
+    return fail(reports::kError, trace.error + "; the series are what arrived");
+  }
   if (!complete) {
     if (!trace.ended_early.empty()) return fail(reports::kInconclusive, trace.ended_early);
     return fail(reports::kError, "the trace holds " + std::to_string(trace.blocks) +
@@ -614,6 +619,16 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
   if (trace.confirmation_blocks > 0) {
     result.evidence += " (" + std::to_string(trace.confirmation_blocks) +
                        " confirmation blocks run after a one-time rise)";
+  }
+  if (!trace.error.empty()) {
+    if (reports::IsMemoryFinding(result.verdict)) {
+      result.evidence = trace.error + "; judged on what arrived: " + result.evidence;
+    } else {  // no leak in what arrived: the ending is the finding
+      result.verdict = reports::kError;
+      result.evidence = trace.error + "; no leak in what arrived (" + result.evidence +
+                        "); the series are what arrived";
+      result.met_expectation = result.verdict == trace.subject.expectation;
+    }
   }
   return result;
 }

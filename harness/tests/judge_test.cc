@@ -180,10 +180,27 @@ TEST(Judge, Reconciliation_FlatLedger_PassesWithOthersOwningTheContext) {
 TEST(Judge, FailedRecording_IsErrorWithItsReason) {
   Trace t = GpuTrace(true, Flat(0), Flat(0), Flat(0), Flat(0));
   t.error = "the workload threw: boom";
-  const auto r = Judge(t);
+  auto r = Judge(t);
   EXPECT_EQ(r.verdict, reports::kError);
-  EXPECT_EQ(r.evidence, "the workload threw: boom");
+  EXPECT_TRUE(r.evidence.starts_with("the workload threw: boom; no leak in what arrived (")) << r.evidence;
   EXPECT_FALSE(r.met_expectation);
+  // Series shorter than the schedule: the error alone, nothing judged.
+  for (auto& c : t.counters) c.values.resize(kWarmup + kSteps);
+  r = Judge(t);
+  EXPECT_EQ(r.verdict, reports::kError);
+  EXPECT_EQ(r.evidence, "the workload threw: boom; the series are what arrived");
+  EXPECT_TRUE(r.counters.empty());
+}
+
+// A program killed after its steps had leaked (the one the kernel kills is the one that leaks):
+// the leak is the finding, and the evidence names the ending first.
+TEST(Judge, FailedRecording_WithALeakInWhatArrived_IsTheLeak) {
+  Trace t = GpuTrace(true, Growing(1 << 20, 4096), Flat(0), Flat(0), Flat(0));
+  t.error = "the program was killed by SIGSEGV after 40 steps";
+  const auto r = Judge(t);
+  EXPECT_EQ(r.verdict, reports::kUnboundedGrowth) << r.evidence;
+  EXPECT_TRUE(r.evidence.starts_with("the program was killed by SIGSEGV after 40 steps; judged on "
+                                     "what arrived: ")) << r.evidence;
 }
 
 TEST(Judge, EndedEarlyWithOneBlock_IsInconclusive) {

@@ -564,6 +564,13 @@ PY
     expect_verdict error
     report_field "w['evidence']" | grep -q "SIGSEGV after 40 steps" || fail "evidence does not name SIGSEGV"
     ;;
+  c_crash_leak)
+    # A leak is a finding whatever the ending: the program that leaks is the one the kernel kills.
+    watch_expect 1 -- "$c_steps" crash-leak 200
+    expect_verdict unbounded-growth host.heap_bytes
+    report_field "w['evidence']" | grep -q "SIGSEGV after 200 steps; judged on what arrived" ||
+      fail "evidence does not name the crash: $(report_field "w['evidence']")"
+    ;;
   c_killed)
     "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
     watcher=$!
@@ -1201,7 +1208,7 @@ sys.exit('no PSS rise reported for %s' % missing if missing or len(w) != 2 else 
       fail "the message does not say what is missing: $(cat "$out_root/$case_name.stderr")"
     ;;
   cli_bad_values)
-    for args in "--interval 20" "--interval 5parsecs" "--interval 1us" "--blocks 1" "--warmup x" \
+    for args in "--interval 20" "--interval 5parsecs" "--interval 1us" "--blocks 1" "--blocks 2" "--warmup x" \
                 "--step-on nodots" "--step-on a.b --interval 20ms"; do
       # shellcheck disable=SC2086
       watch_expect 2 $args -- "$c_steps" clean 10

@@ -1,6 +1,6 @@
 /* A C program watched by the watch tests: `c_steps MODE STEPS`. Marks a step with
  * leakbound/watch/step.h after each iteration. Modes: leak (24 bytes kept per step), clean
- * (random sizes, all freed), crash (SIGSEGV after STEPS steps), hang (waits for a signal after
+ * (random sizes, all freed), crash (SIGSEGV after STEPS steps), crash-leak (leak, then SIGSEGV), hang (waits for a signal after
  * STEPS steps), fork (a child allocates and steps too: it must not be followed), nomark (no
  * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval), recur (1 KiB
  * kept at steps 149 and 299 only), masked (1 KiB kept every step, a 1 MiB start-up cache dropped
@@ -105,7 +105,7 @@ static void Work(unsigned* seed) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: c_steps leak|clean|crash|hang|fork|nomark|timer-leak|timer-clean STEPS\n");
+    fprintf(stderr, "usage: c_steps leak|clean|crash|crash-leak|hang|fork|nomark|timer-leak|timer-clean STEPS\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -186,7 +186,10 @@ int main(int argc, char** argv) {
       held = grown;
       kept[step] = malloc(3 * 8); /* the leak beside it */
     }
-    if (strcmp(mode, "leak") == 0 || strcmp(mode, "timer-leak") == 0) kept[step] = malloc(24);
+    if (strcmp(mode, "leak") == 0 || strcmp(mode, "timer-leak") == 0 ||
+        strcmp(mode, "crash-leak") == 0) {
+      kept[step] = malloc(24);
+    }
     if (strcmp(mode, "shared-site") == 0) {
       g_sink = strdup("twenty-three characters"); /* freed at once */
       free(g_sink);
@@ -224,7 +227,7 @@ int main(int argc, char** argv) {
       memcpy(part, &huge, sizeof huge);
     }
   }
-  if (strcmp(mode, "crash") == 0) {
+  if (strcmp(mode, "crash") == 0 || strcmp(mode, "crash-leak") == 0) {
     volatile int* nowhere = NULL;
     *nowhere = 1;
   }

@@ -389,7 +389,7 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
   const int arrived = static_cast<int>(recording.samples.size());
   if (recording.term_signal != 0 && recording.Interruption() != recording.term_signal) {
     trace.error = "the program was " + recording.Ending() + " after " + std::to_string(arrived) +
-                  " " + unit_name + "; the series below is what arrived";
+                  " " + unit_name;
   } else if (recording.Interruption() != 0) {
     trace.ended_early = "interrupted (" + recording.Ending() + ") after " +
                         std::to_string(arrived) + " " + unit_name;
@@ -424,10 +424,10 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
                  "or import leakbound and call leakbound.step() in the script"
            : recording.at_clock
                ? "it marks no step of its own and was sampled at the job's steps; mark its "
-                 "steps (leakbound_step, --step-on) or run it longer"
+                 "steps (LEAKBOUND_STEP() in C, --step-on) or run it longer"
            : options.interval_ns > 0 ? "run the program longer or shorten --interval"
-                                     : "run the program for more steps, mark steps (leakbound_step, "
-                                       "--step-on, --step-range), or lower --blocks");
+                                     : "run the program for more steps, mark steps (LEAKBOUND_STEP() in C, "
+                                       "--step-on, --step-range), or lower --blocks (3 at least)");
     }
     trace.warmup_steps = static_cast<int>(recording.samples.size());
     trace.blocks = 0;
