@@ -42,6 +42,9 @@ constexpr int kOk = 0;
 constexpr int kFailed = 1;
 constexpr int kUsage = 2;
 constexpr int kInternal = 3;  // a bug in leakbound: please report it
+// `judge` of a watch trace exits as `watch` did (leakbound/watch/watcher.h's kExit*).
+constexpr int kWatchInconclusive = 4;
+constexpr int kWatchProgramFailed = 5;
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -455,6 +458,10 @@ int CmdJudge(const fs::path& trace_path, const std::string& out) {
                      (trace_path / "trace.json").string());
   }
   const lb::harness::TraceFile file = lb::harness::LoadTraceFile(trace_path);
+  if (file.traces.empty()) {
+    throw UsageError(trace_path.string() + " holds no traces: nothing to judge (a trace.json "
+                     "from `leakbound run` or `leakbound watch` has one per workload or process)");
+  }
   const lb::reports::Report report = lb::harness::JudgeTraceFile(file);
   if (!out.empty()) {
     const OutputFolder folder(out);
@@ -467,6 +474,30 @@ int CmdJudge(const fs::path& trace_path, const std::string& out) {
   if (!out.empty()) {
     std::cout << "\nreports: " << (fs::path(out) / "report.json").string()
               << ", report.md, report.html\n";
+  }
+  // A watch trace exits as `watch` did (docs/watch.md, "Exit codes"): a leak in any process 1,
+  // else a failed recording (a crash, verdict error) 5, else inconclusive 4. The program's own
+  // exit status is not in the trace, nor an interruption: a run that watch ended with 5 for a
+  // non-zero exit alone, or with 128 + N, is 0 here when its memory was bounded.
+  const bool watched = std::all_of(report.workloads.begin(), report.workloads.end(),
+                                   [](const auto& w) { return w.kind == "watched"; });
+  if (watched) {
+    auto any = [&](auto&& pred) {
+      return std::any_of(report.workloads.begin(), report.workloads.end(), pred);
+    };
+    if (any([](const auto& w) { return lb::reports::IsMemoryFinding(w.verdict); })) {
+      std::cout << "RESULT: a leak in a watched process\n";
+      return kFailed;
+    }
+    if (any([](const auto& w) { return w.verdict == lb::reports::kError; })) {
+      std::cout << "RESULT: a watched process failed and no leak was found in what arrived\n";
+      return kWatchProgramFailed;
+    }
+    if (any([](const auto& w) { return w.verdict == lb::reports::kInconclusive; })) {
+      std::cout << "RESULT: inconclusive: see the evidence for what a verdict needs\n";
+      return kWatchInconclusive;
+    }
+    return kOk;
   }
   const bool ok = lb::harness::AllExpectationsMet(report);
   if (!ok) std::cout << "RESULT: at least one workload did not meet its expectation\n";
@@ -586,9 +617,11 @@ int main(int argc, char** argv) {
   std::string judge_in, judge_out;
   auto* judge = app.add_subcommand(
       "judge",
-      "re-judge a recorded trace.json (from `run`): print the summary and detection "
-      "table, exit 0/1 like run");
-  judge->add_option("trace", judge_in, "trace.json written by `leakbound run`")->required();
+      "re-judge a recorded trace.json (from `run` or `watch`): print the summary and detection "
+      "table; exit as the command that wrote it: run's 0/1, watch's 0/1/4/5 (a leak 1, a failed "
+      "recording 5, inconclusive 4; the program's own exit status is not in the trace)");
+  judge->add_option("trace", judge_in, "trace.json written by `leakbound run` or `leakbound watch`")
+      ->required();
   judge->add_option("--out,-o", judge_out,
                     "write report.json/.md/.html to this folder (default: print only)");
 

@@ -563,6 +563,8 @@ PY
     watch_expect 5 -- "$c_steps" crash 40
     expect_verdict error
     report_field "w['evidence']" | grep -q "SIGSEGV after 40 steps" || fail "evidence does not name SIGSEGV"
+    "$leakbound" judge "$out/trace.json" >/dev/null; got=$?
+    [ $got = 5 ] || fail "judge of the trace: exit $got, want 5 (as watch)"
     ;;
   c_crash_leak)
     # A leak is a finding whatever the ending: the program that leaks is the one the kernel kills.
@@ -570,6 +572,9 @@ PY
     expect_verdict unbounded-growth host.heap_bytes
     report_field "w['evidence']" | grep -q "SIGSEGV after 200 steps; judged on what arrived" ||
       fail "evidence does not name the crash: $(report_field "w['evidence']")"
+    # Re-judged, the trace exits as watch did.
+    "$leakbound" judge "$out/trace.json" >/dev/null; got=$?
+    [ $got = 1 ] || fail "judge of the trace: exit $got, want 1"
     ;;
   c_killed)
     "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
@@ -605,6 +610,12 @@ PY
     watch_expect 4 -- "$c_steps" clean 5
     expect_verdict inconclusive
     report_field "w['evidence']" | grep -q "only 5 steps arrived; judging needs at least 16" || fail "evidence does not say what is needed"
+    "$leakbound" judge "$out/trace.json" >/dev/null; got=$?
+    [ $got = 4 ] || fail "judge of the trace: exit $got, want 4 (as watch)"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['traces']=[]; json.dump(d,open(sys.argv[2],'w'))" \
+      "$out/trace.json" "$out/empty.json"
+    "$leakbound" judge "$out/empty.json" >/dev/null 2>"$out/empty.err"; got=$?
+    [ $got = 2 ] && grep -q "holds no traces" "$out/empty.err" || fail "a trace with no traces: exit $got, $(cat "$out/empty.err")"
     ;;
   c_no_marker)
     watch_expect 4 -- "$c_steps" nomark 100
