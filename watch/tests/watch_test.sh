@@ -587,6 +587,20 @@ PY
     expect_verdict error
     report_field "w['evidence']" | grep -q "killed by SIGKILL" || fail "evidence does not name SIGKILL"
     ;;
+  c_watch_killed)
+    # watch killed outright (no signal to forward): the program dies with it, not left running.
+    "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
+    watcher=$!
+    for _ in $(seq 100); do child=$(pgrep -P $watcher) && break; sleep 0.05; done
+    [ -n "$child" ] || fail "the program did not start"
+    kill -KILL $watcher
+    wait $watcher 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$child" 2>/dev/null || break; sleep 0.05; done
+    if kill -0 "$child" 2>/dev/null; then
+      kill -KILL "$child"
+      fail "the program (pid $child) outlived a killed watch"
+    fi
+    ;;
   c_interrupted)
     # Ctrl-C, a hang-up, Ctrl-\ and a polite kill sent to watch: forwarded to the program, which
     # they kill; watch exits 128 + N with a report marked interrupted, the steps judged.

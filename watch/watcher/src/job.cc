@@ -503,6 +503,11 @@ int RunWatch(const WatchOptions &options) {
       if (report.workloads.size() > 1 || !worst->root) {
         std::cout << "\njob: " << verdict << " in " << report.workloads[i].name << " (pid "
                   << worst->pid << "): " << Shortened(report.workloads[i].evidence, 300) << "\n";
+      } else if (verdict != reports::kPass) {
+        // One process: its verdict is in the table above; why (what a verdict needs, the
+        // census's survivors, a crash) is said here too, not only in report.md.
+        std::cout << "\n" << verdict << ": " << Shortened(report.workloads[i].evidence, 300)
+                  << "\n";
       }
       break;
     }

@@ -250,12 +250,20 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   sigfillset(&all);
   ::pthread_sigmask(SIG_BLOCK, &all, &unblocked);
   const auto started = std::chrono::steady_clock::now();
+  const pid_t watcher = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
     ::pthread_sigmask(SIG_SETMASK, &unblocked, nullptr);
     throw std::runtime_error(std::string("watch: fork failed: ") + std::strerror(errno));
   }
   if (child == 0) {  // async-signal-safe only
+    // Killed with watch: a watch that dies without forwarding a signal (SIGKILL, a CI job's hard
+    // timeout) takes the program with it instead of leaving it running unwatched. Set by this
+    // thread's parent, the one that forked (watch's main thread, alive until the job ends); kept
+    // across the exec, not inherited by the program's own children. A watch already gone
+    // before the setting took is seen by the parent's pid.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != watcher) ::_exit(137);
     if (have_files) ::setrlimit(RLIMIT_NOFILE, &files);
     ::setpgid(0, 0);
     Terminal::Hand(terminal.fd(), watch_group, ::getpid());
