@@ -380,8 +380,12 @@ TEST(CensusRule, Turnover_NeedsAQuarterFreedAtMoreThanHalfTheBlockEnds) {
   // must free at least a quarter of what aged (250 of 1000), at more than half of them (2 of 2).
   EXPECT_TRUE(ThreeReplacing(250, 1000).turnover);
   EXPECT_FALSE(ThreeReplacing(240, 1000).turnover);
-  EXPECT_FALSE(ThreeReplacing(0, 1000000).turnover);
-  EXPECT_EQ(ThreeReplacing(0, 1000000).outcome, CensusOutcome::kGrowth);
+  // The whole warm-up freed at the second block end (19,990 of its 20,000 B; until 2026-12-07
+  // this read 1,000,000, which wrapped the unsigned census to a huge cohort: nothing departed).
+  EXPECT_FALSE(ThreeReplacing(0, 19990).turnover);
+  EXPECT_EQ(ThreeReplacing(0, 19990).departed_bytes, 19990);
+  EXPECT_EQ(ThreeReplacing(0, 19990).turnover_steady, 1);
+  EXPECT_EQ(ThreeReplacing(0, 19990).outcome, CensusOutcome::kGrowth);
   EXPECT_EQ(ThreeReplacing(250, 1000).turnover_steady, 2);
   EXPECT_EQ(ThreeReplacing(240, 1000).turnover_steady, 1);
 }
