@@ -620,6 +620,15 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
     result.evidence += " (" + std::to_string(trace.confirmation_blocks) +
                        " confirmation blocks run after a one-time rise)";
   }
+  // A watched program that allocated nothing in its measured steps has nothing there to leak:
+  // a PASS that says so (an allocation optimised away, memory from an allocator watch does not
+  // see) rather than one that reads like a finding about the program's memory.
+  if (trace.subject.kind == "watched" && result.verdict == reports::kPass &&
+      trace.Find("host.total_allocations") != nullptr && result.allocations_per_step == 0) {
+    result.evidence += "; no allocation was seen in the measured steps, so nothing there could "
+                       "leak (watch sees glibc's malloc family, operator new and anonymous "
+                       "mmap: check that the program's allocations go through them)";
+  }
   if (!trace.error.empty()) {
     if (reports::IsMemoryFinding(result.verdict)) {
       result.evidence = trace.error + "; judged on what arrived: " + result.evidence;

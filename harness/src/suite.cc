@@ -270,8 +270,12 @@ void PrintSummary(const reports::Report& report, std::ostream& out) {
           << "% of the medium MLP training step (batch 128, 1024-1024-1024-10)\n";
     }
   }
-  out << "suite wall time: " << std::fixed << std::setprecision(1) << report.meta.wall_seconds
-      << " s\n";
+  const bool watched =
+      !report.workloads.empty() &&
+      std::all_of(report.workloads.begin(), report.workloads.end(),
+                  [](const reports::WorkloadResult& w) { return w.kind == "watched"; });
+  out << (watched ? "watch wall time: " : "suite wall time: ") << std::fixed
+      << std::setprecision(1) << report.meta.wall_seconds << " s\n";
 }
 
 void PrintDetectionTable(const reports::Report& report, std::ostream& out) {

@@ -77,11 +77,9 @@ Parsed Parse(int argc, char **argv) {
   WatchOptions &o = parsed.options;
   std::string interval, warmup = "auto";
   CLI::App app(
-      "leakbound watch: is memory bounded across the steps of a "
-      "program leakbound did "
-      "not write? Runs CMD under the exact heap interposer, samples "
-      "its counters at each "
-      "step, judges them like `leakbound run` and writes "
+      "leakbound watch [OPTIONS] -- CMD [ARGS...]: is memory bounded across the steps of a "
+      "program leakbound did not write? Runs CMD under the exact heap interposer, samples its "
+      "counters at each step, judges them like `leakbound run` and writes "
       "report.json/.md/.html.",
       "leakbound watch");
   app.footer(kExamples);
@@ -170,9 +168,10 @@ Parsed Parse(int argc, char **argv) {
     } catch (const std::exception &) {
       used = 0;
     }
-    if (used != warmup.size() || o.warmup_steps < 0) {
-      throw WatchUsageError("--warmup must be 'auto' or a number of steps >= 0, got '" + warmup +
-                            "'");
+    // The trace's own bound on a warm-up (docs/trace-schema.md).
+    if (used != warmup.size() || o.warmup_steps < 0 || o.warmup_steps > 100000000) {
+      throw WatchUsageError("--warmup must be 'auto' or a number of steps from 0 to 100000000, "
+                            "got '" + warmup + "'");
     }
   }
   if (!interval.empty()) o.interval_ns = ParseDuration(interval);

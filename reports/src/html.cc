@@ -152,13 +152,16 @@ void AppendMetadata(const Report& report, std::string& out) {
     missed += workload.met_expectation ? 0 : 1;
   const std::string total = std::to_string(report.workloads.size());
   if (meta.interrupted) {
-    out +=
-        "<p class=\"result interrupted\">INTERRUPTED: the run was stopped by a signal; only "
-        "the " +
-        total +
-        (report.workloads.size() == 1 ? " workload that finished is"
-                                      : " workloads that finished are") +
-        " in this report, and the rest were not run.</p>";
+    out += WatchedResult(report).empty()
+               ? "<p class=\"result interrupted\">INTERRUPTED: the run was stopped by a signal; "
+                 "only the " +
+                     total +
+                     (report.workloads.size() == 1 ? " workload that finished is"
+                                                   : " workloads that finished are") +
+                     " in this report, and the rest were not run.</p>"
+               : std::string("<p class=\"result interrupted\">INTERRUPTED: watch was stopped by "
+                             "a signal, which it forwarded to the program; the steps that "
+                             "arrived before it are judged below.</p>");
   }
   if (const std::string watched = WatchedResult(report); !watched.empty()) {
     const bool ok = missed == 0;

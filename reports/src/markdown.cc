@@ -69,10 +69,14 @@ void AppendResultLine(const Report& report, std::string& out) {
   }
   const std::string total = std::to_string(report.workloads.size());
   if (report.meta.interrupted) {
-    out += "**INTERRUPTED**: the run was stopped by a signal; only the " + total +
-           (report.workloads.size() == 1 ? " workload that finished is"
-                                         : " workloads that finished are") +
-           " in this report, and the rest were not run.\n\n";
+    out += WatchedResult(report).empty()
+               ? "**INTERRUPTED**: the run was stopped by a signal; only the " + total +
+                     (report.workloads.size() == 1 ? " workload that finished is"
+                                                   : " workloads that finished are") +
+                     " in this report, and the rest were not run.\n\n"
+               : std::string("**INTERRUPTED**: watch was stopped by a signal, which it forwarded "
+                             "to the program; the steps that arrived before it are judged "
+                             "below.\n\n");
   }
   if (const std::string watched = WatchedResult(report); !watched.empty()) {
     out += "**Result: " + watched + ".**\n\n";

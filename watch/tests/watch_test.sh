@@ -587,6 +587,18 @@ PY
     expect_verdict error
     report_field "w['evidence']" | grep -q "killed by SIGKILL" || fail "evidence does not name SIGKILL"
     ;;
+  c_idle)
+    # Steps that allocate nothing: PASS, and the evidence says nothing was there to leak.
+    watch_expect 0 -- "$c_steps" idle 200
+    expect_verdict PASS
+    report_field "w['evidence']" | grep -q "no allocation was seen in the measured steps" ||
+      fail "the evidence does not say no allocation was seen: $(report_field "w['evidence']")"
+    # A clean program that allocates: no such note.
+    watch_expect 0 -- "$c_steps" clean 200
+    if report_field "w['evidence']" | grep -q "no allocation was seen"; then
+      fail "a clean program that allocates got the no-allocation note"
+    fi
+    ;;
   c_watch_killed)
     # watch killed outright (no signal to forward): the program dies with it, not left running.
     "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &

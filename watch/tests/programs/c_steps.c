@@ -1,6 +1,7 @@
 /* A C program watched by the watch tests: `c_steps MODE STEPS`. Marks a step with
  * leakbound/watch/step.h after each iteration. Modes: leak (24 bytes kept per step), clean
- * (random sizes, all freed), crash (SIGSEGV after STEPS steps), crash-leak (leak, then SIGSEGV), hang (waits for a signal after
+ * (random sizes, all freed), idle (steps with no allocation), crash (SIGSEGV after STEPS steps),
+ * crash-leak (leak, then SIGSEGV), hang (waits for a signal after
  * STEPS steps), fork (a child allocates and steps too: it must not be followed), nomark (no
  * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval), recur (1 KiB
  * kept at steps 149 and 299 only), masked (1 KiB kept every step, a 1 MiB start-up cache dropped
@@ -105,7 +106,7 @@ static void Work(unsigned* seed) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: c_steps leak|clean|crash|crash-leak|hang|fork|nomark|timer-leak|timer-clean STEPS\n");
+    fprintf(stderr, "usage: c_steps leak|clean|idle|crash|crash-leak|hang|fork|nomark|timer-leak|timer-clean STEPS\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -165,7 +166,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   for (int step = 0; step < steps; ++step) {
-    Work(&seed);
+    if (strcmp(mode, "idle") != 0) Work(&seed);
     if (strcmp(mode, "recur") == 0 && (step == 149 || step == 299)) kept[step] = malloc(1024);
     if (strcmp(mode, "masked") == 0) {
       kept[step] = malloc(1024);

@@ -51,6 +51,11 @@ std::string Prepended(const char *name, const std::string &first, char separator
 // error before anything is created.
 fs::path ResolveCommand(const std::string &command) {
   if (command.find('/') != std::string::npos) {
+    std::error_code ignored;
+    if (fs::is_directory(command, ignored)) {
+      throw WatchUsageError("cannot run '" + command + "': it is a directory (the program to "
+                            "watch goes after `--`)");
+    }
     if (::access(command.c_str(), X_OK) != 0) {
       throw WatchUsageError("cannot run '" + command + "': " + std::strerror(errno) +
                             " (check the path after `--`)");

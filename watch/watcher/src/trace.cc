@@ -407,9 +407,11 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
   if (samples < MinimumSamples(blocks) || per_block < kMinStepsPerBlock) {
     if (trace.ended_early.empty()) {
       trace.ended_early =
-          "only " + std::to_string(samples) + " " + unit_name +
-          (samples < arrived ? " (up to the last census)" : "") +
-          " arrived; judging needs at least " +
+          (samples < arrived ? "only " + std::to_string(samples) + " of the " +
+                                   std::to_string(arrived) + " " + unit_name +
+                                   " that arrived can be judged (those up to the last census)"
+                             : "only " + std::to_string(samples) + " " + unit_name + " arrived") +
+          "; judging needs at least " +
           std::to_string(options.warmup_steps > 0
                              ? options.warmup_steps + blocks * kMinStepsPerBlock
                              : MinimumSamples(blocks)) +
