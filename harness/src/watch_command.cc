@@ -60,6 +60,30 @@ std::uint64_t ParseDuration(const std::string &text) {
   return static_cast<std::uint64_t>(value * scale);
 }
 
+// The report's default name: the program's file name, and for an interpreter (python3, bash,
+// sh) the script it runs too ("python3 train.py", "python3 -m pkg.mod"), so that two scripts'
+// reports do not share one workload name in `diff` and `check`.
+std::string DefaultName(const std::vector<std::string> &command) {
+  const std::string base = fs::path(command.front()).filename().string();
+  const bool python = base.rfind("python", 0) == 0 &&
+                      base.find_first_not_of("0123456789.", 6) == std::string::npos;
+  const bool shell = base == "bash" || base == "sh" || base == "dash";
+  if (!python && !shell) return base;
+  for (size_t i = 1; i < command.size(); ++i) {
+    const std::string &arg = command[i];
+    if (arg == "-c") return base;  // a command line, not a file
+    if (python && arg == "-m" && i + 1 < command.size()) return base + " -m " + command[i + 1];
+    if (python && (arg == "-W" || arg == "-X" || arg == "--check-hash-based-pycs")) {
+      ++i;  // an option that takes the next argument
+      continue;
+    }
+    if (arg == "--") continue;
+    if (!arg.empty() && arg[0] == '-') continue;
+    return base + " " + fs::path(arg).filename().string();
+  }
+  return base;
+}
+
 struct Parsed {
   WatchOptions options;
   bool help_only = false;
@@ -102,7 +126,9 @@ Parsed Parse(int argc, char **argv) {
                  "which the counters "
                  "stop changing; if they never do, the first block)")
       ->capture_default_str();
-  app.add_option("--name", o.name, "workload name in the report (default: the program's name)");
+  app.add_option("--name", o.name,
+                 "workload name in the report (default: the program's file name; for python3, "
+                 "bash or sh, with the script it runs: \"python3 train.py\")");
   std::string out = "leakbound-watch", junit, pprof;
   app.add_option("--pprof", pprof,
                  "also write DIR/first.pb.gz and last.pb.gz (call-site survivors at the first and "
@@ -205,7 +231,7 @@ Parsed Parse(int argc, char **argv) {
     }
     o.pprof = pprof;
   }
-  if (o.name.empty()) o.name = fs::path(o.command.front()).filename().string();
+  if (o.name.empty()) o.name = DefaultName(o.command);
   return parsed;
 }
 

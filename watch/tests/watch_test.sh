@@ -599,6 +599,43 @@ PY
       fail "a clean program that allocates got the no-allocation note"
     fi
     ;;
+  default_names)
+    # The report's default name: the program's file name, with an interpreter's script.
+    for pair in "python3 py_census_family.py|$python $programs/py_census_family.py gc 1 100" \
+                "python3 -m json.tool|$python -m json.tool /dev/null" "python3|$python -c pass" \
+                "sh watch_c_steps|sh -c true" "watch_c_steps|$c_steps clean 20"; do
+      want=${pair%%|*} cmd=${pair#*|}
+      [ "$want" = "sh watch_c_steps" ] && want=sh
+      # shellcheck disable=SC2086
+      "$leakbound" watch --out "$out" -- $cmd >/dev/null 2>&1
+      got=$(report_field "w['name']")
+      [ "$got" = "$want" ] || fail "named '$got', want '$want' for: $cmd"
+    done
+    ;;
+  stale_folder_swept)
+    # A watch killed outright leaves its socket folder; the next watch removes it when its PID is
+    # gone and its socket refuses a connection, and leaves a live listener's and the older name.
+    tmp=$(mktemp -d /tmp/lb-sweep.XXXXXX)  # short: watch takes a TMPDIR under 64 characters
+    true & dead=$!
+    wait $dead
+    mkdir -m 700 "$tmp/leakbound-watch-$dead-stale1" "$tmp/leakbound-watch-$dead-live1" "$tmp/leakbound-watch-abcdef"
+    python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1]); s.close()" \
+      "$tmp/leakbound-watch-$dead-stale1/socket"
+    python3 -c "import socket,sys,time; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1]); s.listen(); time.sleep(60)" \
+      "$tmp/leakbound-watch-$dead-live1/socket" &
+    listener=$!
+    for _ in $(seq 100); do [ -S "$tmp/leakbound-watch-$dead-live1/socket" ] && break; sleep 0.05; done
+    TMPDIR=$tmp watch_expect 0 -- "$c_steps" clean 200
+    kill $listener 2>/dev/null; wait $listener 2>/dev/null
+    problems=
+    [ ! -e "$tmp/leakbound-watch-$dead-stale1" ] || problems+="the dead watch's folder was left; "
+    [ -d "$tmp/leakbound-watch-$dead-live1" ] || problems+="a folder with a live listener was removed; "
+    [ -d "$tmp/leakbound-watch-abcdef" ] || problems+="a folder of the older name was removed; "
+    left=$(ls "$tmp" | grep -v -e "-live1\$" -e "-abcdef\$" -e "-stale1\$" || true)
+    [ -z "$left" ] || problems+="left in TMPDIR: $left"
+    rm -rf "$tmp"
+    [ -z "$problems" ] || fail "$problems"
+    ;;
   c_watch_killed)
     # watch killed outright (no signal to forward): the program dies with it, not left running.
     "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &

@@ -1,6 +1,7 @@
 // The job's folder (its socket and clock page) and what /proc says of the job's processes:
 // parents, command lines, RANK, why one never connected, private memory.
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -24,12 +25,64 @@
 
 namespace leakbound::watch::detail {
 
+namespace {
+
+// The folders of watches that died without removing theirs (killed outright: SIGKILL, a CI job's
+// hard timeout): leakbound-watch-PID-XXXXXX in `base`, this user's, whose PID is gone and whose
+// socket refuses a connection (a listener there is a live watch, e.g. in another PID namespace
+// that shares the folder; a folder named the older way, without a PID, is left alone).
+void SweepStaleFolders(const std::string &base) {
+  DIR *dir = ::opendir(base.c_str());
+  if (dir == nullptr) return;
+  const std::string_view prefix = "leakbound-watch-";
+  std::vector<fs::path> stale;
+  while (const dirent *entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    name.remove_prefix(prefix.size());
+    const size_t dash = name.find('-');
+    long pid = 0;
+    const auto [end, error] = std::from_chars(name.data(), name.data() + dash, pid);
+    if (dash == std::string_view::npos || dash == 0 || error != std::errc() ||
+        end != name.data() + dash || pid <= 0) {
+      continue;
+    }
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const fs::path folder = fs::path(base) / entry->d_name;
+    struct stat st {};
+    if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {
+      continue;
+    }
+    const std::string socket_path = (folder / "socket").string();
+    sockaddr_un address{};
+    if (socket_path.size() >= sizeof address.sun_path) continue;
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    const bool refused = ::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0 &&
+                         (errno == ECONNREFUSED || errno == ENOENT);
+    ::close(fd);
+    if (refused) stale.push_back(folder);
+  }
+  ::closedir(dir);
+  for (const fs::path &folder : stale) {
+    std::error_code ignored;
+    fs::remove_all(folder, ignored);
+  }
+}
+
+}  // namespace
+
 JobFolder::JobFolder() {
   std::string base = "/tmp";
   if (const char *tmp = std::getenv("TMPDIR"); tmp && *tmp && std::strlen(tmp) < 64) base = tmp;
-  std::string pattern = base + "/leakbound-watch-XXXXXX";
+  SweepStaleFolders(base);
+  const std::string name = "/leakbound-watch-" + std::to_string(::getpid()) + "-XXXXXX";
+  std::string pattern = base + name;
   if (::mkdtemp(pattern.data()) == nullptr) {
-    pattern = "/tmp/leakbound-watch-XXXXXX";
+    SweepStaleFolders("/tmp");
+    pattern = "/tmp" + name;
     if (::mkdtemp(pattern.data()) == nullptr) {
       throw std::runtime_error(std::string("watch: cannot make a private folder in /tmp: ") +
                                std::strerror(errno));
