@@ -477,8 +477,9 @@ int CmdJudge(const fs::path& trace_path, const std::string& out) {
   }
   // A watch trace exits as `watch` did (docs/watch.md, "Exit codes"): a leak in any process 1,
   // else a failed recording (a crash, verdict error) 5, else inconclusive 4. The program's own
-  // exit status is not in the trace, nor an interruption: a run that watch ended with 5 for a
-  // non-zero exit alone, or with 128 + N, is 0 here when its memory was bounded.
+  // exit status is not in the trace, nor an interruption, nor a process of the job that crashed
+  // before it could be judged (summarised, not traced): a run that watch ended with 5 for one
+  // of those, or with 128 + N, is 0 here when its memory was bounded.
   const bool watched = std::all_of(report.workloads.begin(), report.workloads.end(),
                                    [](const auto& w) { return w.kind == "watched"; });
   if (watched) {
@@ -619,7 +620,8 @@ int main(int argc, char** argv) {
       "judge",
       "re-judge a recorded trace.json (from `run` or `watch`): print the summary and detection "
       "table; exit as the command that wrote it: run's 0/1, watch's 0/1/4/5 (a leak 1, a failed "
-      "recording 5, inconclusive 4; the program's own exit status is not in the trace)");
+      "recording 5, inconclusive 4; the program's own exit status, an interruption and a process "
+      "of the job that crashed too soon to be judged are not in the trace)");
   judge->add_option("trace", judge_in, "trace.json written by `leakbound run` or `leakbound watch`")
       ->required();
   judge->add_option("--out,-o", judge_out,

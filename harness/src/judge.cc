@@ -426,11 +426,16 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
       std::all_of(trace.counters.begin(), trace.counters.end(), [&](const TraceCounter& c) {
         return static_cast<std::int64_t>(c.values.size()) == trace.SampleCount();
       });
-  // A recording that failed (a watched program killed by a signal) is judged on what arrived
-  // when that fills its schedule: a leak it shows is a finding whatever the ending (the leaking
-  // program is the one the kernel kills); anything else stays an error that names the ending.
-  if (!trace.error.empty() && !complete) {
-    return fail(reports::kError, trace.error + "; the series are what arrived");
+  // A watched program killed by a signal is judged on what arrived when that fills its
+  // schedule: a leak it shows is a finding whatever the ending (the leaking program is the one
+  // the kernel kills); anything else stays an error that names the ending. A Runner's failed
+  // recording (a workload or its teardown threw) is an error, never judged: its final sample
+  // may come from a teardown cut short.
+  const bool judge_failed = trace.subject.kind == "watched" && complete;
+  if (!trace.error.empty() && !judge_failed) {
+    return fail(reports::kError, trace.subject.kind == "watched"
+                                     ? trace.error + "; the series are what arrived"
+                                     : trace.error);
   }
   if (!complete) {
     if (!trace.ended_early.empty()) return fail(reports::kInconclusive, trace.ended_early);
@@ -568,7 +573,8 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
     }
   } catch (const std::exception& e) {  // e.g. a probe returned a non-finite sample
     result.counters.clear();
-    return fail(reports::kError, std::string("cannot judge the trace: ") + e.what());
+    return fail(reports::kError, (trace.error.empty() ? "" : trace.error + "; ") +
+                                     "cannot judge the trace: " + e.what());
   }
   if (std::none_of(result.counters.begin(), result.counters.end(),
                    [](const reports::CounterVerdict& v) { return v.judged; })) {
@@ -633,9 +639,11 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
     if (reports::IsMemoryFinding(result.verdict)) {
       result.evidence = trace.error + "; judged on what arrived: " + result.evidence;
     } else {  // no leak in what arrived: the ending is the finding
+      const bool judged = result.verdict != reports::kInconclusive;
       result.verdict = reports::kError;
-      result.evidence = trace.error + "; no leak in what arrived (" + result.evidence +
-                        "); the series are what arrived";
+      result.evidence = trace.error +
+                        (judged ? "; no leak in what arrived (" : "; no verdict on what arrived (") +
+                        result.evidence + "); the series are what arrived";
       result.met_expectation = result.verdict == trace.subject.expectation;
     }
   }

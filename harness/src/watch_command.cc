@@ -71,14 +71,21 @@ std::string DefaultName(const std::vector<std::string> &command) {
   if (!python && !shell) return base;
   for (size_t i = 1; i < command.size(); ++i) {
     const std::string &arg = command[i];
-    if (arg == "-c") return base;  // a command line, not a file
-    if (python && arg == "-m" && i + 1 < command.size()) return base + " -m " + command[i + 1];
-    if (python && (arg == "-W" || arg == "-X" || arg == "--check-hash-based-pycs")) {
-      ++i;  // an option that takes the next argument
+    if (arg == "-") return base;  // the program comes from standard input
+    if (arg == "--") continue;    // the end of the options: the script follows
+    const bool flags = arg.size() > 1 && (arg[0] == '-' || (shell && arg[0] == '+')) &&
+                       arg.rfind("--", 0) != 0;
+    if (flags && arg.find('c') != std::string::npos) return base;  // -c, -uc, -ec: a command line
+    if (python && flags && arg.back() == 'm' && i + 1 < command.size()) {
+      return base + " -m " + command[i + 1];
+    }
+    // Options that take the next argument.
+    if ((python && (arg == "-W" || arg == "-X" || arg == "--check-hash-based-pycs")) ||
+        (shell && (arg == "-o" || arg == "+o" || arg == "-O" || arg == "+O"))) {
+      ++i;
       continue;
     }
-    if (arg == "--") continue;
-    if (!arg.empty() && arg[0] == '-') continue;
+    if (!arg.empty() && (arg[0] == '-' || (shell && arg[0] == '+'))) continue;
     return base + " " + fs::path(arg).filename().string();
   }
   return base;

@@ -177,30 +177,40 @@ TEST(Judge, Reconciliation_FlatLedger_PassesWithOthersOwningTheContext) {
   EXPECT_EQ(others->baseline, 2 << 20);
 }
 
+// A Runner's failed recording is an error, never judged, even with every sample there (its
+// final one may come from a teardown cut short), also when its series would show growth.
 TEST(Judge, FailedRecording_IsErrorWithItsReason) {
-  Trace t = GpuTrace(true, Flat(0), Flat(0), Flat(0), Flat(0));
+  Trace t = GpuTrace(true, Growing(1 << 20, 4096), Flat(0), Flat(0), Flat(0));
   t.error = "the workload threw: boom";
-  auto r = Judge(t);
+  const auto r = Judge(t);
   EXPECT_EQ(r.verdict, reports::kError);
-  EXPECT_TRUE(r.evidence.starts_with("the workload threw: boom; no leak in what arrived (")) << r.evidence;
-  EXPECT_FALSE(r.met_expectation);
-  // Series shorter than the schedule: the error alone, nothing judged.
-  for (auto& c : t.counters) c.values.resize(kWarmup + kSteps);
-  r = Judge(t);
-  EXPECT_EQ(r.verdict, reports::kError);
-  EXPECT_EQ(r.evidence, "the workload threw: boom; the series are what arrived");
+  EXPECT_EQ(r.evidence, "the workload threw: boom");
   EXPECT_TRUE(r.counters.empty());
+  EXPECT_FALSE(r.met_expectation);
 }
 
-// A program killed after its steps had leaked (the one the kernel kills is the one that leaks):
-// the leak is the finding, and the evidence names the ending first.
+// A watched program killed after its steps had leaked (the one the kernel kills is the one that
+// leaks): the leak is the finding, and the evidence names the ending first. With no leak in what
+// arrived, the ending is the finding; with too few steps, nothing is judged.
 TEST(Judge, FailedRecording_WithALeakInWhatArrived_IsTheLeak) {
   Trace t = GpuTrace(true, Growing(1 << 20, 4096), Flat(0), Flat(0), Flat(0));
+  t.subject.kind = "watched";
   t.error = "the program was killed by SIGSEGV after 40 steps";
-  const auto r = Judge(t);
+  auto r = Judge(t);
   EXPECT_EQ(r.verdict, reports::kUnboundedGrowth) << r.evidence;
   EXPECT_TRUE(r.evidence.starts_with("the program was killed by SIGSEGV after 40 steps; judged on "
                                      "what arrived: ")) << r.evidence;
+  Trace flat = GpuTrace(true, Flat(0), Flat(0), Flat(0), Flat(0));
+  flat.subject.kind = "watched";
+  flat.error = t.error;
+  r = Judge(flat);
+  EXPECT_EQ(r.verdict, reports::kError);
+  EXPECT_TRUE(r.evidence.starts_with(t.error + "; no leak in what arrived (")) << r.evidence;
+  for (auto& c : flat.counters) c.values.resize(kWarmup + kSteps);
+  r = Judge(flat);
+  EXPECT_EQ(r.verdict, reports::kError);
+  EXPECT_EQ(r.evidence, t.error + "; the series are what arrived");
+  EXPECT_TRUE(r.counters.empty());
 }
 
 TEST(Judge, EndedEarlyWithOneBlock_IsInconclusive) {

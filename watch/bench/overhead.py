@@ -213,7 +213,9 @@ GOALS = [("malloc", "watch, call sites off", "time", 1.5),
          ("torch", "watch, call sites on", "peak RSS", 1.10)]
 
 
-def goal_verdict(low, high, goal):
+def goal_verdict(low, high, goal, coverage=1.0):
+    if coverage < 0.95:
+        return "unresolved (%d%% sure only: 9 rounds or more give 95%%)" % (100 * coverage)
     if high <= goal:
         return "met"
     if low > goal:
@@ -237,13 +239,15 @@ def goals_table(measured):
             low, high, coverage = median_interval(paired_ratios(v, bare))
             reading = "%.2f-%.2fx (%.0f%%)" % (low, high, 100 * coverage)
         else:
+            coverage = 1.0  # a peak RSS is not noise-bound: its median against bare's
             rss, bare_rss = statistics.median(v.rss), statistics.median(bare.rss)
             if not rss or not bare_rss:
                 continue
             low = high = rss / bare_rss
             reading = "%.3fx" % low
         lines.append("| %s %s <= %.2fx | %s | %s | %s |" % (name, what, goal, label, reading,
-                                                          goal_verdict(low, high, goal)))
+                                                          goal_verdict(low, high, goal,
+                                                                       coverage)))
     return lines if len(lines) > 5 else []
 
 

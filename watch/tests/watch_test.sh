@@ -601,9 +601,11 @@ PY
     ;;
   default_names)
     # The report's default name: the program's file name, with an interpreter's script.
+    printf 'true\n' >"$out/s.sh"
     for pair in "python3 py_census_family.py|$python $programs/py_census_family.py gc 1 100" \
                 "python3 -m json.tool|$python -m json.tool /dev/null" "python3|$python -c pass" \
-                "sh watch_c_steps|sh -c true" "watch_c_steps|$c_steps clean 20"; do
+                "sh watch_c_steps|sh -c true" "python3|$python -uc pass" \
+                "bash s.sh|bash -o posix -- $out/s.sh" "watch_c_steps|$c_steps clean 20"; do
       want=${pair%%|*} cmd=${pair#*|}
       [ "$want" = "sh watch_c_steps" ] && want=sh
       # shellcheck disable=SC2086
@@ -616,15 +618,16 @@ PY
     # A watch killed outright leaves its socket folder; the next watch removes it when its PID is
     # gone and its socket refuses a connection, and leaves a live listener's and the older name.
     tmp=$(mktemp -d /tmp/lb-sweep.XXXXXX)  # short: watch takes a TMPDIR under 64 characters
+    mkdir -p "$out"
     true & dead=$!
     wait $dead
     mkdir -m 700 "$tmp/leakbound-watch-$dead-stale1" "$tmp/leakbound-watch-$dead-live1" "$tmp/leakbound-watch-abcdef"
     python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1]); s.close()" \
       "$tmp/leakbound-watch-$dead-stale1/socket"
-    python3 -c "import socket,sys,time; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1]); s.listen(); time.sleep(60)" \
-      "$tmp/leakbound-watch-$dead-live1/socket" &
+    python3 -c "import socket,sys,time; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1]); s.listen(); open(sys.argv[2], 'w').close(); time.sleep(60)" \
+      "$tmp/leakbound-watch-$dead-live1/socket" "$out/listening" &
     listener=$!
-    for _ in $(seq 100); do [ -S "$tmp/leakbound-watch-$dead-live1/socket" ] && break; sleep 0.05; done
+    for _ in $(seq 100); do [ -e "$out/listening" ] && break; sleep 0.05; done
     TMPDIR=$tmp watch_expect 0 -- "$c_steps" clean 200
     kill $listener 2>/dev/null; wait $listener 2>/dev/null
     problems=
@@ -644,8 +647,10 @@ PY
     [ -n "$child" ] || fail "the program did not start"
     kill -KILL $watcher
     wait $watcher 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$child" 2>/dev/null || break; sleep 0.05; done
-    if kill -0 "$child" 2>/dev/null; then
+    # Gone, or a zombie its new parent has not reaped yet (a container whose PID 1 reaps none).
+    alive() { [ -e "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+    for _ in $(seq 100); do alive "$child" || break; sleep 0.05; done
+    if alive "$child"; then
       kill -KILL "$child"
       fail "the program (pid $child) outlived a killed watch"
     fi

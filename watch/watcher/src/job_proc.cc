@@ -41,12 +41,10 @@ void SweepStaleFolders(const std::string &base) {
     if (name.substr(0, prefix.size()) != prefix) continue;
     name.remove_prefix(prefix.size());
     const size_t dash = name.find('-');
+    if (dash == std::string_view::npos || dash == 0) continue;
     long pid = 0;
     const auto [end, error] = std::from_chars(name.data(), name.data() + dash, pid);
-    if (dash == std::string_view::npos || dash == 0 || error != std::errc() ||
-        end != name.data() + dash || pid <= 0) {
-      continue;
-    }
+    if (error != std::errc() || end != name.data() + dash || pid <= 0) continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
     const fs::path folder = fs::path(base) / entry->d_name;
     struct stat st {};
@@ -58,10 +56,12 @@ void SweepStaleFolders(const std::string &base) {
     if (socket_path.size() >= sizeof address.sun_path) continue;
     address.sun_family = AF_UNIX;
     std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
-    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    // Non-blocking: a live listener with a full backlog answers EAGAIN at once, never a wait.
+    // Only a refusal is stale: no socket yet may be a live watch between mkdtemp and bind.
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) continue;
     const bool refused = ::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0 &&
-                         (errno == ECONNREFUSED || errno == ENOENT);
+                         errno == ECONNREFUSED;
     ::close(fd);
     if (refused) stale.push_back(folder);
   }

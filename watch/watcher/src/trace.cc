@@ -429,7 +429,9 @@ Trace BuildWatchTrace(const WatchRecording &recording, const WatchOptions &optio
                  "steps (LEAKBOUND_STEP() in C, --step-on) or run it longer"
            : options.interval_ns > 0 ? "run the program longer or shorten --interval"
                                      : "run the program for more steps, mark steps (LEAKBOUND_STEP() in C, "
-                                       "--step-on, --step-range), or lower --blocks (3 at least)");
+                                       "--step-on, --step-range)" +
+                                           std::string(blocks > 3 ? ", or lower --blocks (3 at least)"
+                                                                  : ""));
     }
     trace.warmup_steps = static_cast<int>(recording.samples.size());
     trace.blocks = 0;
