@@ -416,6 +416,10 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
   auto fail = [&](VerdictClass verdict, const std::string& evidence) {
     result.verdict = verdict;
     result.evidence = evidence;
+    if (!trace.error.empty() && verdict == reports::kInconclusive) {  // a judged failed recording
+      result.verdict = reports::kError;
+      result.evidence = trace.error + "; no verdict on what arrived (" + evidence + ")";
+    }
     CombineVerdicts(trace.subject, result);
     return result;
   };
