@@ -481,7 +481,7 @@ int CmdJudge(const fs::path& trace_path, const std::string& out) {
   // before it could be judged (summarised, not traced): a run that watch ended with 5 for one
   // of those, or with 128 + N, is 0 here when its memory was bounded.
   const bool watched = std::all_of(report.workloads.begin(), report.workloads.end(),
-                                   [](const auto& w) { return w.kind == "watched"; });
+                                   lb::reports::IsWatched);
   if (watched) {
     auto any = [&](auto&& pred) {
       return std::any_of(report.workloads.begin(), report.workloads.end(), pred);

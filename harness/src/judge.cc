@@ -435,9 +435,10 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
   // the kernel kills); anything else stays an error that names the ending. A Runner's failed
   // recording (a workload or its teardown threw) is an error, never judged: its final sample
   // may come from a teardown cut short.
-  const bool judge_failed = trace.subject.kind == "watched" && complete;
+  const bool watched = trace.subject.kind == "watched";
+  const bool judge_failed = watched && complete;
   if (!trace.error.empty() && !judge_failed) {
-    return fail(reports::kError, trace.subject.kind == "watched"
+    return fail(reports::kError, watched
                                      ? trace.error + "; the series are what arrived"
                                      : trace.error);
   }
@@ -633,7 +634,7 @@ reports::WorkloadResult Judge(const Trace& trace, const JudgeSettings& settings)
   // A watched program that allocated nothing in its measured steps has nothing there to leak:
   // a PASS that says so (an allocation optimised away, memory from an allocator watch does not
   // see) rather than one that reads like a finding about the program's memory.
-  if (trace.subject.kind == "watched" && result.verdict == reports::kPass &&
+  if (watched && result.verdict == reports::kPass &&
       trace.Find("host.total_allocations") != nullptr && result.allocations_per_step == 0) {
     result.evidence += "; no allocation was seen in the measured steps, so nothing there could "
                        "leak (watch sees glibc's malloc family, operator new and anonymous "

@@ -272,8 +272,7 @@ void PrintSummary(const reports::Report& report, std::ostream& out) {
   }
   const bool watched =
       !report.workloads.empty() &&
-      std::all_of(report.workloads.begin(), report.workloads.end(),
-                  [](const reports::WorkloadResult& w) { return w.kind == "watched"; });
+      std::all_of(report.workloads.begin(), report.workloads.end(), reports::IsWatched);
   out << (watched ? "watch wall time: " : "suite wall time: ") << std::fixed
       << std::setprecision(1) << report.meta.wall_seconds << " s\n";
 }
