@@ -131,6 +131,19 @@ if(TARGET leakbound_watch_python AND TARGET leakbound)
                     ${PROJECT_SOURCE_DIR}/watch/python/sitecustomize
           DESTINATION ${CMAKE_INSTALL_DATADIR}/leakbound/python
           FILES_MATCHING PATTERN "*.py")
+  # Compiled where installed, as in the build tree (watch/python/CMakeLists.txt): an installed
+  # folder is often one the user running a program cannot write.
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(Python3_Interpreter_FOUND)
+    # The prefix as `cmake --install --prefix` gives it, read when installing.
+    if(IS_ABSOLUTE "${CMAKE_INSTALL_DATADIR}")
+      set(_lb_python_dir "${CMAKE_INSTALL_DATADIR}/leakbound/python")
+    else()
+      set(_lb_python_dir "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/leakbound/python")
+    endif()
+    install(CODE "execute_process(COMMAND \"${Python3_EXECUTABLE}\" -m compileall -q
+                    -d \"${_lb_python_dir}\" \"\$ENV{DESTDIR}${_lb_python_dir}\")")
+  endif()
 endif()
 # The installed CLI looks for the libraries and that folder relative to itself: the same layout
 # (another CMAKE_INSTALL_LIBDIR or DATADIR, a deeper BINDIR) is compiled into the watcher.
