@@ -66,6 +66,13 @@
 #define LB_LIKELY(x) __builtin_expect(!!(x), 1)
 #define LB_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* Whether the counters keep total_bytes (leakbound_heap_stats): the watch preload, whose samples
+ * carry no such figure, compiles the core with 0 and its allocations skip that add, one of the
+ * common path's seven stores (leakbound_heap_read then says 0). */
+#ifndef LEAKBOUND_HEAP_TOTAL_BYTES
+#define LEAKBOUND_HEAP_TOTAL_BYTES 1
+#endif
+
 #ifndef LEAKBOUND_HEAP_GRANULE_SHIFT
 #define LEAKBOUND_HEAP_GRANULE_SHIFT 5 /* glibc's MINSIZE on 64-bit */
 #endif
@@ -349,7 +356,9 @@ static __attribute__((noinline)) void CountSharedAllocated(ThreadCounters *c, ui
                                                 memory_order_relaxed)) {
   }
   atomic_fetch_add_explicit(&c->allocations, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&c->total_bytes, (int64_t)size, memory_order_relaxed);
+  if (LEAKBOUND_HEAP_TOTAL_BYTES) {
+    atomic_fetch_add_explicit(&c->total_bytes, (int64_t)size, memory_order_relaxed);
+  }
 }
 
 static __attribute__((noinline)) void CountSharedFreed(ThreadCounters *c, uint64_t size,
@@ -370,7 +379,7 @@ static inline void CountOwnAllocatedAt(ThreadCounters *c, uint64_t size, BookCou
   if (live > Load(&c->peak_bytes))
     atomic_store_explicit(&c->peak_bytes, live, memory_order_relaxed);
   Bump(&c->allocations, 1);
-  Bump(&c->total_bytes, (int64_t)size);
+  if (LEAKBOUND_HEAP_TOTAL_BYTES) Bump(&c->total_bytes, (int64_t)size);
 }
 
 static inline void CountOwnAllocated(ThreadCounters *c, uint64_t size, unsigned book) {

@@ -18,7 +18,8 @@ typedef struct leakbound_heap_stats {
    * exact when one thread moves the heap between resets and an upper bound otherwise. */
   uint64_t peak_bytes;
   uint64_t total_allocations; /* counted allocations ever made */
-  uint64_t total_bytes;       /* requested bytes ever allocated (counted) */
+  uint64_t total_bytes;       /* requested bytes ever allocated (counted; 0 in the watch preload's
+                               * own copy of the core, whose samples carry none) */
   /* Allocations the interposer saw but could not record (an address above 2^47, a table region
    * that could not be mapped, or a single block >= 1 TiB): not in the figures above; 0 unless the
    * state says "degraded". */
