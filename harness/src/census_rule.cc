@@ -191,6 +191,24 @@ CensusJudgement JudgeSurvivors(const std::string& counter, std::span<const Censu
       j.sentence += decay_text;
       return j;
     }
+    // The newest block is never aged, but a leak leaves it a block's worth too (block ends are
+    // census points: it holds whole cohorts), plus what is in flight. Far fewer there than in
+    // every aged block is growth that slowed or stopped before the window ended: a cache that
+    // filled late in the run (a judge review built one filling to step 1,400 of 2,000, judged
+    // growth at 24 KiB, 15.5 KiB, then 0 B). Not growth until a longer run shows it.
+    // Only from a census taken once the newest block ended (else it holds part of a block).
+    const double newest = j.survivor_bytes[static_cast<std::size_t>(aged)];
+    const bool newest_whole = census_step >= schedule.TotalSteps() - 1;
+    if (newest_whole && newest * kCensusSettlingRatio < sorted.front()) {
+      j.outcome = CensusOutcome::kSettling;
+      j.sentence = counter + " survivors per block decelerating (" + listed +
+                   "): every aged block kept " + FormatAmount(sorted.front(), unit) +
+                   " or more, the newest " + FormatAmount(newest, unit) +
+                   ": growth that slowed or stopped (a cache that filled); run longer than " +
+                   std::to_string(2 * schedule.TotalSteps()) + " steps to decide";
+      j.sentence += decay_text;
+      return j;
+    }
     const double median = sorted.size() % 2 == 1
                               ? sorted[sorted.size() / 2]
                               : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);

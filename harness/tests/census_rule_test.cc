@@ -61,14 +61,28 @@ TEST(CensusRule, CohortBornInWarmup_CountsAsBefore_NotInBlockOne) {
 
 TEST(CensusRule, SurvivorsFromEveryAgedBlock_AtTheFloor_AreGrowth_OneByteLessAreNot) {
   // Floor: 0.5 B/step x 100 steps = 50 B.
-  EXPECT_EQ(Outcome(kThree, {50, 50, 0}), CensusOutcome::kGrowth);
+  EXPECT_EQ(Outcome(kThree, {50, 50, 50}), CensusOutcome::kGrowth);
   EXPECT_EQ(Outcome(kThree, {50, 49, 0}), CensusOutcome::kOneTime);   // block 2 below: block 1 only
   EXPECT_EQ(Outcome(kThree, {49, 50, 0}), CensusOutcome::kOneTime);  // the newest aged block only
 }
 
 TEST(CensusRule, TheLastBlock_IsNotAged_ItsSurvivorsNeverMakeGrowth) {
   EXPECT_EQ(Outcome(kThree, {0, 0, 1 << 20}), CensusOutcome::kBounded);
-  EXPECT_EQ(Outcome(kThree, {800, 800, 0}), CensusOutcome::kGrowth);  // and do not need to exist
+  EXPECT_EQ(Outcome(kThree, {800, 800, 800}), CensusOutcome::kGrowth);
+}
+
+TEST(CensusRule, ALeakLeavesTheNewestBlockItsShareToo_FarFewerThereIsGrowthThatStopped) {
+  // Block ends are census points, so the newest block holds whole cohorts: a leak leaves it a
+  // block's worth like every other block. A cache that filled late in the run leaves it none.
+  EXPECT_EQ(Outcome(kThree, {800, 800, 0}), CensusOutcome::kSettling);
+  EXPECT_EQ(Outcome(kThree, {800, 800, 199}), CensusOutcome::kSettling);
+  EXPECT_EQ(Outcome(kThree, {800, 800, 200}), CensusOutcome::kGrowth);  // a quarter: alike
+  const CensusJudgement j = JudgeCensus("c", PerBlock(kThree, {24576, 15872, 0}), 399, kThree);
+  EXPECT_NE(j.sentence.find("the newest 0 B: growth that slowed or stopped"), std::string::npos)
+      << j.sentence;
+  // A census before the newest block ended cannot say what that block keeps: as before.
+  EXPECT_EQ(JudgeCensus("c", PerBlock(kThree, {800, 800, 0}), 350, kThree).outcome,
+            CensusOutcome::kGrowth);
 }
 
 TEST(CensusRule, GrowthRate_IsTheMedianAgedBlockOverItsSteps) {
@@ -86,14 +100,14 @@ TEST(CensusRule, TwoBlocks_LeaveOneAgedBlock_TooFewToDecide) {
 TEST(CensusRule, Settling_ShrinkingBelowAQuarter_ButAQuarterIsStillGrowthOrUnlike) {
   EXPECT_EQ(Outcome(kFive, {4000, 2000, 1000, 999, 0}), CensusOutcome::kSettling);
   // 1000 is exactly a quarter of 4000: not settling; and alike enough for growth.
-  EXPECT_EQ(Outcome(kFive, {4000, 2000, 1000, 1000, 0}), CensusOutcome::kGrowth);
+  EXPECT_EQ(Outcome(kFive, {4000, 2000, 1000, 1000, 1000}), CensusOutcome::kGrowth);
   // Not shrinking everywhere (one block rises): not settling, and too unlike for growth.
   EXPECT_EQ(Outcome(kFive, {4000, 900, 1000, 999, 0}), CensusOutcome::kOneTime);
 }
 
 TEST(CensusRule, Thinning_GrowingPastFourTimes_IsBounded_FourTimesIsGrowth) {
   EXPECT_EQ(Outcome(kFive, {999, 2000, 3000, 4000, 0}), CensusOutcome::kThinning);
-  EXPECT_EQ(Outcome(kFive, {1000, 2000, 3000, 4000, 0}), CensusOutcome::kGrowth);
+  EXPECT_EQ(Outcome(kFive, {1000, 2000, 3000, 4000, 4000}), CensusOutcome::kGrowth);
 }
 
 TEST(CensusRule, Recurring_AlikeSurvivorsAfterAnEmptyBlock_AreGrowth) {
@@ -154,7 +168,7 @@ TEST(CensusRule, OneBlockStillBeingFreed_CountsWhatFourMoreBlocksWouldLeave) {
   // Three blocks: block 1 alone was aged a block ago. 1000 B in 100 blocks then, 900 B in 90 now:
   // 10% a block, so 4 more blocks leave 60% of it.
   const CensusJudgement j =
-      JudgeCensus("c", Counted(kThree, {900, 500, 0}, {90, 50, 0}), 399, kThree, false,
+      JudgeCensus("c", Counted(kThree, {900, 500, 500}, {90, 50, 50}), 399, kThree, false,
                   Counted(kThree, {1000, 9000, 0}, {100, 900, 0}));
   EXPECT_DOUBLE_EQ(j.persistent[0], 540);
   EXPECT_EQ(j.persistent[1], 500);  // the newest aged block has no aged census before: as is
@@ -197,7 +211,7 @@ TEST(CensusRule, BlocksFreedAlike_AreNotDiscountedByTheirPace_TurnoverDecides) {
   // nothing is taken off (the pace is reported); without the block ends, this is growth.
   const std::vector<CensusCohort> then = PerBlock(kFive, {1000, 500, 500, 9000, 0});
   const CensusJudgement j =
-      JudgeCensus("c", PerBlock(kFive, {900, 450, 400, 500, 0}), 599, kFive, false, then);
+      JudgeCensus("c", PerBlock(kFive, {900, 450, 400, 500, 500}), 599, kFive, false, then);
   EXPECT_DOUBLE_EQ(j.decay_pace, 0.1);
   EXPECT_EQ(j.decay_ahead, 0);
   EXPECT_EQ(j.persistent[0], 900);
@@ -208,7 +222,7 @@ TEST(CensusRule, AOneOffFreeInOneBlock_IsNotAPace) {
   // Block 3 lost 20% once (a grown array moved); the median block lost nothing: nothing is
   // taken off, the leak stays growth.
   const CensusJudgement j =
-      JudgeCensus("c", PerBlock(kFive, {500, 500, 400, 500, 0}), 599, kFive, false,
+      JudgeCensus("c", PerBlock(kFive, {500, 500, 400, 500, 500}), 599, kFive, false,
                   PerBlock(kFive, {500, 500, 500, 9000, 0}));
   EXPECT_EQ(j.decay_ahead, 0);
   EXPECT_EQ(j.persistent[2], 400);
@@ -219,7 +233,7 @@ TEST(CensusRule, ThinningByHalf_IsBoundedOnlyWhileSurvivorsAreBeingFreed) {
   // Older blocks keep fewer (300 < 400 < 500 < 700) by less than 4x: growth when nothing is
   // being freed; bounded thinning when every block loses 2% a block (the oldest is under half
   // the newest).
-  const std::vector<CensusCohort> now = PerBlock(kFive, {300, 400, 500, 700, 0});
+  const std::vector<CensusCohort> now = PerBlock(kFive, {300, 400, 500, 700, 700});
   EXPECT_EQ(JudgeCensus("c", now, 599, kFive, false, PerBlock(kFive, {300, 400, 500, 9000, 0}))
                 .outcome,
             CensusOutcome::kGrowth);
@@ -231,7 +245,7 @@ TEST(CensusRule, ThinningByHalf_IsBoundedOnlyWhileSurvivorsAreBeingFreed) {
 }
 
 TEST(CensusRule, CountCensus_JudgesBlocksWithAFloorOfOne) {
-  std::vector<CensusCohort> cohorts{{-1, 0, 0}, {100, 0, 1}, {200, 0, 1}, {300, 0, 0}};
+  std::vector<CensusCohort> cohorts{{-1, 0, 0}, {100, 0, 1}, {200, 0, 1}, {300, 0, 1}};
   const CensusJudgement j = JudgeCensus("host.heap_allocations", cohorts, 399, kThree, true);
   EXPECT_EQ(j.floor_bytes, 1);
   EXPECT_EQ(j.outcome, CensusOutcome::kGrowth);

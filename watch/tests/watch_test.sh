@@ -260,6 +260,14 @@ PY
     report_field "w['evidence']" | grep -q "born in blocks 1-3" || fail "evidence does not name the census"
     expect_top_line - "$programs/c_steps.c" "kept[step] = malloc(1024);"
     ;;
+  c_plateau_late)
+    # 64 B kept per step until step 420 of 600, then none: survivors from every aged block, none
+    # from the newest. A cache that filled late is not called growth (a judge review built one).
+    watch_expect 4 -- "$c_steps" plateau 600
+    expect_verdict inconclusive host.heap_bytes
+    report_field "w['evidence']" | grep -q "growth that slowed or stopped" ||
+      fail "evidence does not say the growth stopped"
+    ;;
   c_working_set)
     # One random-size buffer (1..100 KB) held across each step: bounded, whatever the seed draws.
     watch_expect 0 --blocks 8 -- "$c_steps" working-set 600

@@ -5,7 +5,8 @@
  * STEPS steps), fork (a child allocates and steps too: it must not be followed), nomark (no
  * markers), timer-leak / timer-clean (no markers, 2 ms per step: for --interval), recur (1 KiB
  * kept at steps 149 and 299 only), masked (1 KiB kept every step, a 1 MiB start-up cache dropped
- * at step 170), working-set (one buffer of random size 1..100 KB held across each step),
+ * at step 170), plateau (64 bytes kept per step until 70% of STEPS, then none: a cache that
+ * filled late in the run), working-set (one buffer of random size 1..100 KB held across each step),
  * regrow-leak (one buffer replaced every step, 64 bytes larger each time, beside the leak),
  * shared-site (one libc call site, strdup's malloc, reached from two lines: the first frees its
  * copy at once, the second keeps 24 bytes a step), empty-message (clean, and an empty message
@@ -175,6 +176,7 @@ int main(int argc, char** argv) {
         cache = NULL;
       }
     }
+    if (strcmp(mode, "plateau") == 0 && step < steps * 7 / 10) kept[step] = malloc(64);
     if (strcmp(mode, "working-set") == 0) {
       free(held);
       held = malloc(1 + (size_t)(rand_r(&seed) % 100000));
