@@ -539,6 +539,22 @@ print("  attribution rows: %d, rising at every block end: %s" % (len(w["attribut
 sys.exit(1 if rising else 0)
 PY
     ;;
+  ignored_signals_inherited)
+    # Signals the caller ignores (nohup, `trap '' INT`) stay ignored in the program, as bare; and
+    # a SIGHUP to watch's group leaves both running (a review found them reset to the default).
+    mask='grep SigIgn /proc/$$/status'
+    bare=$( (trap '' INT HUP QUIT; sh -c "$mask") )
+    watched=$( (trap '' INT HUP QUIT; "$leakbound" watch --out "$out" -- sh -c "$mask") | grep SigIgn)
+    echo "  bare: $bare; watched: $watched"
+    [ -n "$bare" ] && [ "$watched" = "$bare" ] || fail "watched '$watched', bare '$bare'"
+    (trap '' HUP; exec "$leakbound" watch --out "$out" -- sh -c 'sleep 0.5; echo survived') \
+      >"$out_root/$case_name.hup" 2>&1 &
+    hup_watch=$!
+    sleep 0.2
+    kill -HUP "$hup_watch" 2>/dev/null
+    wait "$hup_watch"
+    grep -q "^survived" "$out_root/$case_name.hup" || { cat "$out_root/$case_name.hup" >&2; fail "SIGHUP ended a program that ignores it"; }
+    ;;
   address_space_limit)
     # The same blocks bare and watched under one address-space limit (docs/watch.md, "Limits"):
     # the preload's tables must not make the program run out earlier.
@@ -669,7 +685,9 @@ PY
     base=$out
     for pair in INT:130 HUP:129 QUIT:131 TERM:143; do
       sig=${pair%:*} want=${pair#*:} out=$base/$sig
-      "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
+      # A background job of this (non-interactive) shell starts with SIGINT and SIGQUIT ignored,
+      # which watch keeps, as the program would bare: this stands for a terminal's Ctrl-C.
+      env --default-signal=INT,QUIT "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
       watcher=$!
       for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
       sleep 0.3
@@ -1093,7 +1111,7 @@ PY
     # The first process ends, a background helper of the job (ignoring SIGINT, as background
     # jobs of a shell do) runs on: watch waits for it, and Ctrl-C stops the wait (130), the
     # report written, the helper left running.
-    "$leakbound" watch --out "$out" -- /bin/bash -c "'$c_steps' clean 200 >/dev/null; (trap '' INT; exec sleep 30) &" >"$out_root/$case_name.stdout" 2>&1 &
+    env --default-signal=INT "$leakbound" watch --out "$out" -- /bin/bash -c "'$c_steps' clean 200 >/dev/null; (trap '' INT; exec sleep 30) &" >"$out_root/$case_name.stdout" 2>&1 &
     watcher=$!
     sleep 2
     kill -0 $watcher 2>/dev/null || fail "watch did not wait for the helper"

@@ -95,7 +95,14 @@ class SignalForwarding {
     action.sa_handler = OnSignal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;  // SIGCHLD on a stop too: watch stops with its program
-    for (int s : kForwarded) ::sigaction(s, &action, &saved_[s]);
+    // A signal that watch's caller ignores (nohup, `trap '' INT`, a non-interactive shell's
+    // background job) stays ignored, by watch and by the program alike: a program that survives
+    // a SIGHUP bare survives it watched. (Until 2026-12-08 watch caught and forwarded it, and the
+    // program got the default, which ends it.)
+    for (int s : kForwarded) {
+      ::sigaction(s, nullptr, &saved_[s]);
+      if (saved_[s].sa_handler != SIG_IGN) ::sigaction(s, &action, nullptr);
+    }
     for (int s : kWatched) ::sigaction(s, &action, &saved_[s]);
   }
   ~SignalForwarding() {
@@ -104,6 +111,14 @@ class SignalForwarding {
     ::close(g_signal_pipe[0]);
     ::close(g_signal_pipe[1]);
     g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  }
+  // What the program starts with for a signal watch handles: ignored where watch's caller ignored
+  // it (an ignored SIGCHLD too, which watch itself must catch), else the default, as an exec from
+  // the caller would give it. Async-signal-safe (the forked child reads it).
+  void ForProgram(int s) const {
+    struct sigaction to {};
+    to.sa_handler = saved_[s].sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL;
+    ::sigaction(s, &to, nullptr);
   }
 
  private:
@@ -267,10 +282,8 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     if (have_files) ::setrlimit(RLIMIT_NOFILE, &files);
     ::setpgid(0, 0);
     Terminal::Hand(terminal.fd(), watch_group, ::getpid());
-    struct sigaction restore {};
-    restore.sa_handler = SIG_DFL;
-    for (int s : kForwarded) ::sigaction(s, &restore, nullptr);
-    for (int s : kWatched) ::sigaction(s, &restore, nullptr);
+    for (int s : kForwarded) forwarding.ForProgram(s);
+    for (int s : kWatched) forwarding.ForProgram(s);
     ::sigprocmask(SIG_SETMASK, &unblocked, nullptr);
     ::execve(program.c_str(), argv.data(), envp.data());
     const int error = errno;
