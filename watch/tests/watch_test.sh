@@ -539,6 +539,14 @@ print("  attribution rows: %d, rising at every block end: %s" % (len(w["attribut
 sys.exit(1 if rising else 0)
 PY
     ;;
+  underscore_exit_says_bye)
+    # A process that leaves by _exit (dash does for every script, Python's os._exit) still says
+    # BYE: its end is not taken for a channel lost before the program ended.
+    watch_expect 4 -- /bin/sh -c true
+    if grep -q "channel closed" "$out/report.md"; then fail "_exit read as a lost channel"; fi
+    watch_expect 4 -- "$python" -c "import os; os._exit(0)"
+    if grep -q "channel closed" "$out/report.md"; then fail "os._exit read as a lost channel"; fi
+    ;;
   ignored_signals_inherited)
     # Signals the caller ignores (nohup, `trap '' INT`) stay ignored in the program, as bare; and
     # a SIGHUP to watch's group leaves both running (a review found them reset to the default).

@@ -1118,19 +1118,44 @@ static void AwaitWatcher(void) { /* in the followed process */
 #undef LB_RING_READ
 }
 
-/* _exit (a forked worker's way out, Python's os._exit): what the process wrote is read first.
- * glibc's own calls (exit's) do not come here; exit runs the destructor below. */
+static void SayBye(int from_exit);
+
+/* _exit (a forked worker's way out, Python's os._exit, dash's way out of every script): the
+ * process says BYE, with its last sample, as exit's destructor below does (without it the
+ * watcher took the end for a channel lost before the program ended: every `sh -c` run under
+ * dash said so), then what it wrote is read first. glibc's own calls (exit's) do not come here. */
 LB_EXPORT void _exit(int status) {
-  if (Followed()) AwaitWatcher();
+  if (Followed()) {
+    SayBye(1);
+    AwaitWatcher();
+  }
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
 }
 LB_EXPORT void _Exit(int status) { _exit(status); }
 
-__attribute__((destructor)) static void StopWatch(void) {
-  if (!Followed()) return;
+/* BYE with the last sample. from_exit: from _exit, which a signal handler may call while this
+ * thread holds the marker's lock (in a marker) or the channel's (in a send): then no BYE, as
+ * before, rather than a wait on itself (another thread holding the channel's lock just then
+ * costs the BYE too). */
+static void SayBye(int from_exit) {
   leakbound_heap_exclude_begin();
-  pthread_mutex_lock(&g_marker_lock);
+  int locked;
+  if (from_exit) {
+    locked = pthread_mutex_trylock(&g_marker_lock) == 0;
+    if (locked && pthread_mutex_trylock(&g_channel_lock) == 0) {
+      pthread_mutex_unlock(&g_channel_lock);
+    } else if (locked) {
+      pthread_mutex_unlock(&g_marker_lock);
+      locked = 0;
+    }
+  } else {
+    locked = pthread_mutex_lock(&g_marker_lock) == 0;
+  }
+  if (!locked) {
+    leakbound_heap_exclude_end();
+    return;
+  }
   leakbound_watch_record bye;
   memset(&bye, 0, sizeof bye);
   bye.kind = LEAKBOUND_WATCH_BYE;
@@ -1141,6 +1166,13 @@ __attribute__((destructor)) static void StopWatch(void) {
   Send(&bye);
   atomic_store(&g_followed, 0);
   pthread_mutex_unlock(&g_marker_lock);
+  leakbound_heap_exclude_end();
+}
+
+__attribute__((destructor)) static void StopWatch(void) {
+  if (!Followed()) return;
+  SayBye(0);
+  leakbound_heap_exclude_begin();
   AwaitWatcher();
   leakbound_heap_exclude_end();
 }
