@@ -13,7 +13,7 @@ distribution so that it holds the true median with at least 95% probability what
 host's noise looks like; up to 8 rounds it is the whole range, 94% sure with 5 and 98% with 7,
 and 9 or more narrow it), and the
 median peak RSS
-of the program itself against bare's: under watch the program's own (watch prints its ru_maxrss:
+of the program itself against bare's: under watch the program's own (watch prints its ru_maxrss on stderr:
 "peak RSS ... MiB"), elsewhere what /usr/bin/time says (ru_maxrss of the process it started,
 which is the largest process of a heaptrack or memray run). Every variant runs under
 /usr/bin/time, so that none pays for a launcher the others do not. Not ru_maxrss from this
@@ -63,12 +63,12 @@ def run_once(argv, env, scratch):
     start = time.monotonic()
     child = subprocess.run([TIME, "-f", "%M", "-o", rss_file] + argv, env=env,
                            stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE if watched else subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE if watched else subprocess.DEVNULL)
     wall = time.monotonic() - start
     rss = 0
     if watched:
-        found = PEAK_RSS.search(child.stdout or b"")
+        found = PEAK_RSS.search(child.stderr or b"")  # watch's report goes to stderr
         rss = round(float(found.group(1)) * 1024) if found else 0
     else:
         try:

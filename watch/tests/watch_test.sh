@@ -539,6 +539,14 @@ print("  attribution rows: %d, rising at every block end: %s" % (len(w["attribut
 sys.exit(1 if rising else 0)
 PY
     ;;
+  stdout_is_the_programs)
+    # The program's stdout is its own, byte for byte (no newline at the end, a NUL): watch's
+    # report goes to stderr (it followed the program's output on stdout).
+    watch_expect 4 -- /usr/bin/printf 'end\000no-newline'
+    [ "$(od -An -c "$out_root/$case_name.stdout" | tr -s ' ')" = " e n d \0 n o - n e w l i n e" ] ||
+      fail "stdout is not the program's: $(head -c 200 "$out_root/$case_name.stdout")"
+    grep -q "^program: exited with status 0" "$out_root/$case_name.stderr" || fail "no report on stderr"
+    ;;
   underscore_exit_says_bye)
     # A process that leaves by _exit (dash does for every script, Python's os._exit) still says
     # BYE: its end is not taken for a channel lost before the program ended.
@@ -1024,7 +1032,7 @@ PY
     watch_expect 1 -- "$tree" prefork-leak 300
     expect_job "fork 3 of watch_tree" 3
     expect_top_line "fork 3 of watch_tree" "$programs/tree.c" "if (leak) g_sink = malloc(64);"
-    grep -q "^job: unbounded-growth in watch_tree / fork 3 of watch_tree" "$out_root/$case_name.stdout" || fail "the summary does not name the leaking worker"
+    grep -q "^job: unbounded-growth in watch_tree / fork 3 of watch_tree" "$out_root/$case_name.stderr" || fail "the summary does not name the leaking worker"
     ;;
   tree_clock_leak | tree_clock_leak_no_sites)
     # The leak is in the parent, which marks no step: it is sampled at the job's clock, which
@@ -1113,7 +1121,7 @@ PY
   tree_daemon_crash)
     # The daemon (an orphan watch reaps) crashes after its steps: the job failed (5), and says so.
     watch_expect 5 -- "$(dirname "$c_steps")/watch_tree" daemon-crash 300
-    grep -q "killed by SIGSEGV" "$out_root/$case_name.stdout" || fail "the crash of the daemon is not reported"
+    grep -q "killed by SIGSEGV" "$out_root/$case_name.stderr" || fail "the crash of the daemon is not reported"
     ;;
   tree_wait_interrupted)
     # The first process ends, a background helper of the job (ignoring SIGINT, as background

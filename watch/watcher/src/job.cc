@@ -486,7 +486,12 @@ int RunWatch(const WatchOptions &options) {
   std::optional<reports::PendingFile> junit_file;
   if (junit_written.valid()) files.push_back(&junit_file.emplace(junit_written.get()));
   reports::CommitInOrder(files);
-  PrintSummary(report, std::cout);
+  // watch's own report goes to stderr, so that the program's stdout stays its own, byte for byte
+  // (`watch -- prog > out.txt`, `watch -- prog | tool`), as time(1) and valgrind do; until
+  // 2026-12-08 it followed the program's output on stdout. The CI annotations stay on stdout,
+  // where GitHub Actions reads workflow commands.
+  std::ostream &console = std::cerr;
+  PrintSummary(report, console);
   // On GitHub Actions, an annotation on the line of each leak (docs/watch.md, "CI").
   if (const char *actions = std::getenv("GITHUB_ACTIONS"); actions && std::string(actions) == "true") {
     const char *workspace = std::getenv("GITHUB_WORKSPACE");
@@ -501,12 +506,12 @@ int RunWatch(const WatchOptions &options) {
     if (JobSeverity(report.workloads[i].verdict) == worst_severity) {
       verdict = report.workloads[i].verdict;
       if (report.workloads.size() > 1 || !worst->root) {
-        std::cout << "\njob: " << verdict << " in " << report.workloads[i].name << " (pid "
+        console << "\njob: " << verdict << " in " << report.workloads[i].name << " (pid "
                   << worst->pid << "): " << Shortened(report.workloads[i].evidence, 300) << "\n";
       } else if (verdict != reports::kPass) {
         // One process: its verdict is in the table above; why (what a verdict needs, the
         // census's survivors, a crash) is said here too, not only in report.md.
-        std::cout << "\n" << verdict << ": " << Shortened(report.workloads[i].evidence, 300)
+        console << "\n" << verdict << ": " << Shortened(report.workloads[i].evidence, 300)
                   << "\n";
       }
       break;
@@ -520,17 +525,17 @@ int RunWatch(const WatchOptions &options) {
     if (image.root || !r.status_known || r.term_signal == 0) continue;
     if (r.term_signal < 64 && (r.forwarded_mask & (1ull << r.term_signal))) continue;
     ++crashed;
-    std::cout << "\nprocess of the job " << RoleOf(job, static_cast<size_t>(&image - job.images.data()))
+    console << "\nprocess of the job " << RoleOf(job, static_cast<size_t>(&image - job.images.data()))
               << " (pid " << image.pid << ") " << r.Ending();
   }
-  for (const std::string &missing : job.not_observed) std::cout << "\nnot observed: " << missing;
-  std::cout << "\nprogram: " << root.Ending();
+  for (const std::string &missing : job.not_observed) console << "\nnot observed: " << missing;
+  console << "\nprogram: " << root.Ending();
   if (job.root_peak_rss_kib > 0) {
     char rss[48];
     std::snprintf(rss, sizeof rss, ", peak RSS %.1f MiB", job.root_peak_rss_kib / 1024.0);
-    std::cout << rss;
+    console << rss;
   }
-  std::cout << ", " << job.images.size()
+  console << ", " << job.images.size()
             << " process image(s) observed, " << report.workloads.size() << " judged"
             << "\nreports: " << (options.out / "report.json").string()
             << ", report.md, report.html, trace.json\n";
