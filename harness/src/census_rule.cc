@@ -193,13 +193,18 @@ CensusJudgement JudgeSurvivors(const std::string& counter, std::span<const Censu
     }
     // The newest block is never aged, but a leak leaves it a block's worth too (block ends are
     // census points: it holds whole cohorts), plus what is in flight. Far fewer there than in
-    // every aged block is growth that slowed or stopped before the window ended: a cache that
+    // every aged block, after aged blocks that were already slowing (the newest aged one below
+    // the oldest), is growth that slowed and stopped before the window ended: a cache that
     // filled late in the run (a judge review built one filling to step 1,400 of 2,000, judged
-    // growth at 24 KiB, 15.5 KiB, then 0 B). Not growth until a longer run shows it.
-    // Only from a census taken once the newest block ended (else it holds part of a block).
+    // growth at 24 KiB, 15.5 KiB, then 0 B). Not growth until a longer run shows it. Aged blocks
+    // alike to the last (24, 24, then 4 KiB) stay growth: a leak that stopped only in the last
+    // block (a final evaluation, a teardown) is what that looks like too, and no longer run
+    // would tell them apart. Only from a census taken once the newest block ended (else it holds
+    // part of a block).
     const double newest = j.survivor_bytes[static_cast<std::size_t>(aged)];
     const bool newest_whole = census_step >= schedule.TotalSteps() - 1;
-    if (newest_whole && newest * kCensusSettlingRatio < sorted.front()) {
+    const bool slowing = aged_bytes.back() < aged_bytes.front();
+    if (newest_whole && slowing && newest * kCensusSettlingRatio < sorted.front()) {
       j.outcome = CensusOutcome::kSettling;
       j.sentence = counter + " survivors per block decelerating (" + listed +
                    "): every aged block kept " + FormatAmount(sorted.front(), unit) +

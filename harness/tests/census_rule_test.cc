@@ -71,17 +71,26 @@ TEST(CensusRule, TheLastBlock_IsNotAged_ItsSurvivorsNeverMakeGrowth) {
   EXPECT_EQ(Outcome(kThree, {800, 800, 800}), CensusOutcome::kGrowth);
 }
 
-TEST(CensusRule, ALeakLeavesTheNewestBlockItsShareToo_FarFewerThereIsGrowthThatStopped) {
+TEST(CensusRule, ALeakLeavesTheNewestBlockItsShareToo_FarFewerAfterSlowingIsGrowthThatStopped) {
   // Block ends are census points, so the newest block holds whole cohorts: a leak leaves it a
-  // block's worth like every other block. A cache that filled late in the run leaves it none.
-  EXPECT_EQ(Outcome(kThree, {800, 800, 0}), CensusOutcome::kSettling);
-  EXPECT_EQ(Outcome(kThree, {800, 800, 199}), CensusOutcome::kSettling);
-  EXPECT_EQ(Outcome(kThree, {800, 800, 200}), CensusOutcome::kGrowth);  // a quarter: alike
+  // block's worth like every other block. A cache that filled late in the run, already slowing
+  // in the aged blocks, leaves it none.
+  EXPECT_EQ(Outcome(kThree, {800, 700, 0}), CensusOutcome::kSettling);
+  EXPECT_EQ(Outcome(kThree, {800, 700, 174}), CensusOutcome::kSettling);
+  EXPECT_EQ(Outcome(kThree, {800, 700, 175}), CensusOutcome::kGrowth);  // a quarter of 700: alike
   const CensusJudgement j = JudgeCensus("c", PerBlock(kThree, {24576, 15872, 0}), 399, kThree);
+  EXPECT_EQ(j.outcome, CensusOutcome::kSettling);
   EXPECT_NE(j.sentence.find("the newest 0 B: growth that slowed or stopped"), std::string::npos)
       << j.sentence;
+  // Aged blocks alike to the last: a leak that stopped in the last block looks so too: growth.
+  EXPECT_EQ(Outcome(kThree, {800, 800, 0}), CensusOutcome::kGrowth);
+  EXPECT_EQ(Outcome(kFive, {700, 800, 800, 800, 0}), CensusOutcome::kGrowth);
   // A census before the newest block ended cannot say what that block keeps: as before.
-  EXPECT_EQ(JudgeCensus("c", PerBlock(kThree, {800, 800, 0}), 350, kThree).outcome,
+  EXPECT_EQ(JudgeCensus("c", PerBlock(kThree, {800, 700, 0}), 350, kThree).outcome,
+            CensusOutcome::kGrowth);
+  // The allocation census alike: one leaked allocation a block, none in the newest, is growth.
+  std::vector<CensusCohort> counts{{-1, 0, 0}, {100, 0, 1}, {200, 0, 1}, {300, 0, 0}};
+  EXPECT_EQ(JudgeCensus("host.heap_allocations", counts, 399, kThree, true).outcome,
             CensusOutcome::kGrowth);
 }
 

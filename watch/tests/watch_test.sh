@@ -556,20 +556,35 @@ PY
     if grep -q "channel closed" "$out/report.md"; then fail "os._exit read as a lost channel"; fi
     ;;
   ignored_signals_inherited)
-    # Signals the caller ignores (nohup, `trap '' INT`) stay ignored in the program, as bare; and
-    # a SIGHUP to watch's group leaves both running (a review found them reset to the default).
+    # Signals the caller ignores (nohup, `trap '' INT`) are ignored in the program too, as bare
+    # (a review found them reset to the default); sent to watch, they are passed on for the
+    # program to decide, and are no interruption of watch's.
     mask='grep SigIgn /proc/$$/status'
     bare=$( (trap '' INT HUP QUIT; sh -c "$mask") )
-    watched=$( (trap '' INT HUP QUIT; "$leakbound" watch --out "$out" -- sh -c "$mask") | grep SigIgn)
+    watched=$( (trap '' INT HUP QUIT; "$leakbound" watch --out "$out" -- sh -c "$mask") 2>/dev/null)
     echo "  bare: $bare; watched: $watched"
     [ -n "$bare" ] && [ "$watched" = "$bare" ] || fail "watched '$watched', bare '$bare'"
-    (trap '' HUP; exec "$leakbound" watch --out "$out" -- sh -c 'sleep 0.5; echo survived') \
+    # nohup: a hang-up leaves the program running, and watch exits on its verdict (4: no steps).
+    (trap '' HUP; exec "$leakbound" watch --out "$out" -- sh -c 'echo ready; sleep 1; echo survived') \
       >"$out_root/$case_name.hup" 2>&1 &
     hup_watch=$!
-    sleep 0.2
+    for _ in $(seq 100); do grep -q '^ready' "$out_root/$case_name.hup" 2>/dev/null && break; sleep 0.05; done
     kill -HUP "$hup_watch" 2>/dev/null
-    wait "$hup_watch"
+    wait "$hup_watch"; got=$?
     grep -q "^survived" "$out_root/$case_name.hup" || { cat "$out_root/$case_name.hup" >&2; fail "SIGHUP ended a program that ignores it"; }
+    [ $got = 4 ] || fail "watch exited $got after an ignored SIGHUP, want 4 (its verdict, no interruption)"
+    # A program that installs its own handler for a signal it started ignoring still gets it.
+    (trap '' INT; exec "$leakbound" watch --out "$out" -- "$python" -c "
+import signal, sys, time
+signal.signal(signal.SIGINT, lambda *a: (print('handled', flush=True), sys.exit(0)))
+print('ready', flush=True)
+time.sleep(10)") >"$out_root/$case_name.int" 2>&1 &
+    int_watch=$!
+    for _ in $(seq 200); do grep -q '^ready' "$out_root/$case_name.int" 2>/dev/null && break; sleep 0.05; done
+    kill -INT "$int_watch" 2>/dev/null
+    wait "$int_watch"; got=$?
+    grep -q "^handled" "$out_root/$case_name.int" || { cat "$out_root/$case_name.int" >&2; fail "the program's own SIGINT handler never ran"; }
+    [ $got = 4 ] || fail "watch exited $got, want 4"
     ;;
   address_space_limit)
     # The same blocks bare and watched under one address-space limit (docs/watch.md, "Limits"):
@@ -701,9 +716,10 @@ PY
     base=$out
     for pair in INT:130 HUP:129 QUIT:131 TERM:143; do
       sig=${pair%:*} want=${pair#*:} out=$base/$sig
-      # A background job of this (non-interactive) shell starts with SIGINT and SIGQUIT ignored,
-      # which watch keeps, as the program would bare: this stands for a terminal's Ctrl-C.
-      env --default-signal=INT,QUIT "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
+      # A background job of this (non-interactive) shell starts with SIGINT and SIGQUIT ignored
+      # (and this suite may run under nohup), which the program inherits, as it would bare: this
+      # stands for a terminal's Ctrl-C, so every signal starts at its default (coreutils 8.31+).
+      env --default-signal "$leakbound" watch --out "$out" -- "$c_steps" hang 40 >/dev/null 2>&1 &
       watcher=$!
       for _ in $(seq 100); do pgrep -P $watcher >/dev/null && break; sleep 0.05; done
       sleep 0.3
@@ -756,13 +772,13 @@ assert failure is not None and failure.get("type") == "unbounded-growth", ET.tos
 message = failure.get("message")
 assert "+24 B/step" in message and "c_steps.c:%s " % sys.argv[2] in message, message
 PY
-    grep -q "^::error file=watch/tests/programs/c_steps.c,line=$line,title=leakbound%3A watch_c_steps unbounded-growth::unbounded-growth: host.heap_bytes +24 B/step" "$out_root/$case_name.stdout" || fail "no annotation on c_steps.c:$line"
+    grep -q "^::error file=watch/tests/programs/c_steps.c,line=$line,title=leakbound%3A watch_c_steps unbounded-growth::unbounded-growth: host.heap_bytes +24 B/step" "$out_root/$case_name.stderr" || fail "no annotation on c_steps.c:$line"
     "$leakbound" render --junit "$out/report.json" --out "$out_root/$case_name.rendered.xml" || fail "render --junit"
     cmp -s "$out_root/$case_name.xml" "$out_root/$case_name.rendered.xml" || fail "render --junit differs from watch --junit"
     # The clean twin: a passing test case, no annotation.
     GITHUB_ACTIONS=true watch_expect 0 --junit "$out_root/$case_name.clean.xml" -- "$c_steps" clean 200
     grep -q 'failures="0" errors="0"' "$out_root/$case_name.clean.xml" || fail "the clean twin is not a passing test case"
-    ! grep -q '^::error' "$out_root/$case_name.stdout" || fail "an annotation on the clean twin"
+    ! grep -q '^::error' "$out_root/$case_name.stderr" || fail "an annotation on the clean twin"
     # A --junit folder that does not exist: a usage error before anything runs.
     watch_expect 2 --junit /nonexistent/junit.xml -- "$c_steps" clean 200
     ;;

@@ -1134,23 +1134,41 @@ LB_EXPORT void _exit(int status) {
 }
 LB_EXPORT void _Exit(int status) { _exit(status); }
 
-/* BYE with the last sample. from_exit: from _exit, which a signal handler may call while this
- * thread holds the marker's lock (in a marker) or the channel's (in a send): then no BYE, as
- * before, rather than a wait on itself (another thread holding the channel's lock just then
- * costs the BYE too). */
+/* A lock taken from _exit, which a signal handler may call while this very thread holds it (in
+ * a marker, in a send): waited for at most 50 ms, so that another thread's marker or send (a few
+ * microseconds; a full ring waits for watch) is waited out and this thread's own is not waited
+ * on forever. 1 when taken. */
+static int LockFromExit(pthread_mutex_t *lock) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += 50 * 1000 * 1000;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_nsec -= 1000000000L;
+    ++until.tv_sec;
+  }
+  return pthread_mutex_timedlock(lock, &until) == 0;
+}
+
+/* BYE with the last sample, once. from_exit: from _exit (LockFromExit): when a lock cannot be
+ * had there, no BYE, as before (the watcher reads such an end as a child's _exit). */
 static void SayBye(int from_exit) {
   leakbound_heap_exclude_begin();
   int locked;
   if (from_exit) {
-    locked = pthread_mutex_trylock(&g_marker_lock) == 0;
-    if (locked && pthread_mutex_trylock(&g_channel_lock) == 0) {
-      pthread_mutex_unlock(&g_channel_lock);
+    locked = LockFromExit(&g_marker_lock);
+    if (locked && LockFromExit(&g_channel_lock)) {
+      pthread_mutex_unlock(&g_channel_lock); /* the send below takes it again */
     } else if (locked) {
       pthread_mutex_unlock(&g_marker_lock);
       locked = 0;
     }
   } else {
     locked = pthread_mutex_lock(&g_marker_lock) == 0;
+  }
+  /* Another thread's exit or _exit may have said it meanwhile. */
+  if (locked && !atomic_load(&g_followed)) {
+    pthread_mutex_unlock(&g_marker_lock);
+    locked = 0;
   }
   if (!locked) {
     leakbound_heap_exclude_end();

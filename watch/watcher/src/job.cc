@@ -488,15 +488,15 @@ int RunWatch(const WatchOptions &options) {
   reports::CommitInOrder(files);
   // watch's own report goes to stderr, so that the program's stdout stays its own, byte for byte
   // (`watch -- prog > out.txt`, `watch -- prog | tool`), as time(1) and valgrind do; until
-  // 2026-12-08 it followed the program's output on stdout. The CI annotations stay on stdout,
-  // where GitHub Actions reads workflow commands.
+  // 2026-12-08 it followed the program's output on stdout. The CI annotations too: GitHub
+  // Actions reads workflow commands from a step's stderr as from its stdout.
   std::ostream &console = std::cerr;
   PrintSummary(report, console);
   // On GitHub Actions, an annotation on the line of each leak (docs/watch.md, "CI").
   if (const char *actions = std::getenv("GITHUB_ACTIONS"); actions && std::string(actions) == "true") {
     const char *workspace = std::getenv("GITHUB_WORKSPACE");
     for (const std::string &line : reports::GithubAnnotations(report, workspace ? workspace : "")) {
-      std::cout << line << "\n";
+      console << line << "\n";
     }
   }
 

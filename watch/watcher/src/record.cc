@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <iostream>
 #include <stdexcept>
 
 #include "internal.h"
@@ -95,14 +96,13 @@ class SignalForwarding {
     action.sa_handler = OnSignal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;  // SIGCHLD on a stop too: watch stops with its program
-    // A signal that watch's caller ignores (nohup, `trap '' INT`, a non-interactive shell's
-    // background job) stays ignored, by watch and by the program alike: a program that survives
-    // a SIGHUP bare survives it watched. (Until 2026-12-08 watch caught and forwarded it, and the
-    // program got the default, which ends it.)
-    for (int s : kForwarded) {
-      ::sigaction(s, nullptr, &saved_[s]);
-      if (saved_[s].sa_handler != SIG_IGN) ::sigaction(s, &action, nullptr);
-    }
+    // Every one is caught and forwarded, also one that watch's caller ignores (nohup,
+    // `trap '' INT`, a non-interactive shell's background job): the program starts with it
+    // ignored, as bare (ForProgram), and decides, as bare: one that installs a handler of its own
+    // gets it (a server's clean shutdown), one that keeps it ignored runs on. Such a signal is
+    // no interruption of watch's (Ignored). Until 2026-12-08 the program got the default, which
+    // ended a `nohup`'d program on a hang-up.
+    for (int s : kForwarded) ::sigaction(s, &action, &saved_[s]);
     for (int s : kWatched) ::sigaction(s, &action, &saved_[s]);
   }
   ~SignalForwarding() {
@@ -112,6 +112,8 @@ class SignalForwarding {
     ::close(g_signal_pipe[1]);
     g_signal_pipe[0] = g_signal_pipe[1] = -1;
   }
+  // Whether watch's caller ignored signal s.
+  bool Ignored(int s) const { return saved_[s].sa_handler == SIG_IGN; }
   // What the program starts with for a signal watch handles: ignored where watch's caller ignored
   // it (an ignored SIGCHLD too, which watch itself must catch), else the default, as an exec from
   // the caller would give it. Async-signal-safe (the forked child reads it).
@@ -245,6 +247,13 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::vector<std::string> env =
       ChildEnvironment(options, paths, folder.socket_path(), folder.clock_path());
+  // A user's own PYTHONMALLOC (pymalloc_debug, say) is replaced: said, not done silently.
+  if (const char *own = std::getenv("PYTHONMALLOC");
+      !options.keep_pymalloc && own != nullptr && *own && std::string(own) != "malloc") {
+    std::cerr << "leakbound watch: PYTHONMALLOC=" << own
+              << " is replaced by malloc in the program (how watch counts every Python object); "
+                 "--keep-pymalloc keeps pymalloc\n";
+  }
   std::vector<char *> envp;
   for (std::string &e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -395,9 +404,14 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
     ::kill(-child, SIGCONT);
     return true;
   };
+  // A signal watch's caller ignored is passed on for the program to decide, and is no
+  // interruption (`nohup leakbound watch` is neither stopped nor marked by a hang-up).
   const auto forward = [&](int s) {
-    if (forwarded_first == 0) forwarded_first = s;
-    forwarded_mask |= 1ull << s;
+    if (!forwarding.Ignored(s)) {
+      if (forwarded_first == 0) forwarded_first = s;
+      forwarded_mask |= 1ull << s;
+      if (root_done) stop_waiting = true;
+    }
     ::kill(-child, s);
     for (const Connection &c : connections) {  // processes of the job outside its group
       const auto pid = static_cast<pid_t>(job.images[c.image].pid);
@@ -530,7 +544,6 @@ WatchJob RecordProgram(const WatchOptions &options, const WatchPaths &paths) {
           continue;
         }
         forward(bytes[i]);
-        if (root_done) stop_waiting = true;
       }
     }
     for (;;) {
