@@ -142,7 +142,15 @@ if(TARGET leakbound_watch_python AND TARGET leakbound)
       set(_lb_python_dir "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/leakbound/python")
     endif()
     install(CODE "execute_process(COMMAND \"${Python3_EXECUTABLE}\" -m compileall -q
-                    -d \"${_lb_python_dir}\" \"\$ENV{DESTDIR}${_lb_python_dir}\")")
+                    -d \"${_lb_python_dir}\" \"\$ENV{DESTDIR}${_lb_python_dir}\"
+                    RESULT_VARIABLE _lb_compiled)
+                  if(NOT _lb_compiled EQUAL 0)
+                    message(WARNING \"leakbound: the Python folder was not compiled to bytecode \"
+                                    \"(\${_lb_compiled}); watched Python processes compile it \"
+                                    \"each time where they cannot write __pycache__\")
+                  endif()
+                  file(GLOB_RECURSE _lb_bytecode \"\$ENV{DESTDIR}${_lb_python_dir}/*.pyc\")
+                  list(APPEND CMAKE_INSTALL_MANIFEST_FILES \${_lb_bytecode})")
   endif()
 endif()
 # The installed CLI looks for the libraries and that folder relative to itself: the same layout

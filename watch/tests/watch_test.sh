@@ -139,6 +139,9 @@ threads_leak_exact() {
 # watch_in_background PROGRAM ARGS...: watch runs it under `timeout 60`, output in CASE.stdout;
 # sets watcher (timeout's pid, to wait for) and pid (watch's, to signal) once the program has
 # printed "ready" (its signal handlers are in place), or after 30 s.
+# (A background job of this shell starts with SIGINT and SIGQUIT ignored, which the program would
+# inherit; GNU timeout sets its own handlers for them, so watch and the program start with the
+# defaults here, as from a terminal.)
 watch_in_background() {
   timeout 60 "$leakbound" watch --out "$out" -- "$@" >"$out_root/$case_name.stdout" 2>&1 &
   watcher=$!
