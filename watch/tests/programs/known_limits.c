@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
     if (fifo) {
       for (int k = 0; k < 2; ++k) {
         Entry* entry = calloc(1, sizeof *entry);
+        if (!entry) return 3;
         if (tail) tail->next = entry; else head = entry;
         tail = entry;
       }
