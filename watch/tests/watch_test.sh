@@ -150,6 +150,18 @@ watch_in_background() {
   pid=$(pgrep -P $watcher)
 }
 
+# watch_ignoring SIG LOG ARGS...: watch ARGS in the background, SIG ignored by its caller (nohup,
+# `trap ''`); once the program has printed "ready", SIG goes to watch. Sets got (watch's exit).
+watch_ignoring() {
+  local sig=$1 log=$2
+  shift 2
+  (trap '' "$sig"; exec "$leakbound" watch --out "$out" -- "$@") >"$log" 2>&1 &
+  local watcher=$!
+  for _ in $(seq 200); do grep -q '^ready' "$log" 2>/dev/null && break; sleep 0.05; done
+  kill -"$sig" "$watcher" 2>/dev/null
+  wait "$watcher"; got=$?
+}
+
 need_torch() {
   "$python" -c "import torch" 2>/dev/null || { echo "SKIP: $python has no torch (apt-get install python3-torch)"; exit 77; }
 }
@@ -568,24 +580,15 @@ PY
     echo "  bare: $bare; watched: $watched"
     [ -n "$bare" ] && [ "$watched" = "$bare" ] || fail "watched '$watched', bare '$bare'"
     # nohup: a hang-up leaves the program running, and watch exits on its verdict (4: no steps).
-    (trap '' HUP; exec "$leakbound" watch --out "$out" -- sh -c 'echo ready; sleep 1; echo survived') \
-      >"$out_root/$case_name.hup" 2>&1 &
-    hup_watch=$!
-    for _ in $(seq 100); do grep -q '^ready' "$out_root/$case_name.hup" 2>/dev/null && break; sleep 0.05; done
-    kill -HUP "$hup_watch" 2>/dev/null
-    wait "$hup_watch"; got=$?
+    watch_ignoring HUP "$out_root/$case_name.hup" sh -c 'echo ready; sleep 1; echo survived'
     grep -q "^survived" "$out_root/$case_name.hup" || { cat "$out_root/$case_name.hup" >&2; fail "SIGHUP ended a program that ignores it"; }
     [ $got = 4 ] || fail "watch exited $got after an ignored SIGHUP, want 4 (its verdict, no interruption)"
     # A program that installs its own handler for a signal it started ignoring still gets it.
-    (trap '' INT; exec "$leakbound" watch --out "$out" -- "$python" -c "
+    watch_ignoring INT "$out_root/$case_name.int" "$python" -c "
 import signal, sys, time
 signal.signal(signal.SIGINT, lambda *a: (print('handled', flush=True), sys.exit(0)))
 print('ready', flush=True)
-time.sleep(10)") >"$out_root/$case_name.int" 2>&1 &
-    int_watch=$!
-    for _ in $(seq 200); do grep -q '^ready' "$out_root/$case_name.int" 2>/dev/null && break; sleep 0.05; done
-    kill -INT "$int_watch" 2>/dev/null
-    wait "$int_watch"; got=$?
+time.sleep(10)"
     grep -q "^handled" "$out_root/$case_name.int" || { cat "$out_root/$case_name.int" >&2; fail "the program's own SIGINT handler never ran"; }
     [ $got = 4 ] || fail "watch exited $got, want 4"
     ;;

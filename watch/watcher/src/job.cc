@@ -507,12 +507,12 @@ int RunWatch(const WatchOptions &options) {
       verdict = report.workloads[i].verdict;
       if (report.workloads.size() > 1 || !worst->root) {
         console << "\njob: " << verdict << " in " << report.workloads[i].name << " (pid "
-                  << worst->pid << "): " << Shortened(report.workloads[i].evidence, 300) << "\n";
+                << worst->pid << "): " << Shortened(report.workloads[i].evidence, 300) << "\n";
       } else if (verdict != reports::kPass) {
         // One process: its verdict is in the table above; why (what a verdict needs, the
         // census's survivors, a crash) is said here too, not only in report.md.
         console << "\n" << verdict << ": " << Shortened(report.workloads[i].evidence, 300)
-                  << "\n";
+                << "\n";
       }
       break;
     }
@@ -526,7 +526,7 @@ int RunWatch(const WatchOptions &options) {
     if (r.term_signal < 64 && (r.forwarded_mask & (1ull << r.term_signal))) continue;
     ++crashed;
     console << "\nprocess of the job " << RoleOf(job, static_cast<size_t>(&image - job.images.data()))
-              << " (pid " << image.pid << ") " << r.Ending();
+            << " (pid " << image.pid << ") " << r.Ending();
   }
   for (const std::string &missing : job.not_observed) console << "\nnot observed: " << missing;
   console << "\nprogram: " << root.Ending();
